@@ -1,0 +1,1 @@
+"""Put VIGNETTE's questions to a model and record every answer (see docs/FORMATS.md)."""

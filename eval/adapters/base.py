@@ -1,0 +1,67 @@
+"""The one small interface every model backend implements (see docs/FORMATS.md)."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any
+
+from PIL import Image
+
+
+@dataclass(frozen=True)
+class ChoiceRequest:
+    """A multiple-choice question; image is None for the text-only form."""
+
+    question_id: str
+    image: Image.Image | None
+    prompt: str
+    options: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ChoiceResult:
+    question_id: str
+    choice: str | None  # one of the request's options, or None when invalid/refused
+    raw: str  # what the backend returned, kept verbatim
+    probabilities: tuple[float, ...] | None = None  # one per option, in request order
+    valid: bool = True
+    error: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TextRequest:
+    """An open-ended question (news subset, judge prompts)."""
+
+    question_id: str
+    image: Image.Image | None
+    prompt: str
+    json_schema: dict[str, Any] | None = None
+    max_new_tokens: int = 128
+    temperature: float = 0.0
+
+
+@dataclass(frozen=True)
+class TextResult:
+    question_id: str
+    text: str
+    valid: bool = True
+    error: str | None = None
+
+
+class ModelAdapter(abc.ABC):
+    """Batch in, answers out. Subclasses never raise for one bad answer: they mark it invalid."""
+
+    name: str = "adapter"
+
+    @abc.abstractmethod
+    def choose(self, batch: list[ChoiceRequest]) -> list[ChoiceResult]:
+        """Answer each question with one of its options (same order as the batch)."""
+
+    def generate_text(self, batch: list[TextRequest]) -> list[TextResult]:
+        raise TypeError(f"{type(self).__name__} does not produce free text; use a VLM or API adapter")
+
+    @abc.abstractmethod
+    def provenance(self) -> dict[str, Any]:
+        """Everything needed to reproduce the answers: model id, revision, settings, versions."""
