@@ -1,0 +1,1 @@
+"""Publish to the Hugging Face Hub: dataset source, metric Spaces, results (see docs/upload.md)."""
