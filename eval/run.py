@@ -1,0 +1,330 @@
+"""Put the benchmark's questions to a model: `python -m eval.run --source S --config C --model M --out RUN_DIR`.
+
+Answers are appended to RUN_DIR/log/part-<rank>.jsonl batch by batch (flushed and fsync'ed),
+so a rerun with the same --out resumes where the last one stopped, skipping every question
+already answered. When every planned question has an answer the parts are merged into
+RUN_DIR/responses.parquet (`python -m eval.merge RUN_DIR` does the same by hand).
+
+Many processes: under `torchrun` or `accelerate launch` each process reads RANK and WORLD_SIZE
+and takes its share of the pairs (`datasets.distributed.split_dataset_by_node`); for job arrays
+pass --shard i/N. Each pair image is composed once for all of its questions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import socket
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from datasets import Dataset
+from datasets.distributed import split_dataset_by_node
+from PIL import Image
+from tqdm.auto import tqdm
+
+from dataset_builder.taxonomy import load_taxonomy
+from eval.adapters.base import ChoiceRequest, ModelAdapter
+from eval.merge import PLAN, RUN_JSON, MergeError, merge
+from eval.questions import CONFIGS, PARADIGMS, Question, QuestionBuilder, Variants, template_hash
+from eval.runlog import LOG_DIR, PartWriter, part_path, read_rows
+
+SESSIONS = "sessions.jsonl"
+PAIR_COLUMNS = (
+    "pair_id", "index", "config", "gender", "dimension", "identity_left", "identity_right", "form_left", "form_right",
+    "activity_left", "activity_right", "key_left", "key_right", "swapped",
+)
+VERSIONED = ("torch", "transformers", "datasets", "evaluate", "outlines", "accelerate", "pillow", "numpy", "pyarrow", "vllm", "openai")
+
+
+class RunError(RuntimeError):
+    """The run cannot start or continue as asked; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything that decides which questions a run asks (recorded in run.json, checked on resume)."""
+
+    source: str
+    config: str
+    model: str
+    seed: int = 0
+    paradigms: tuple[str, ...] = PARADIGMS
+    variants: Variants = field(default_factory=Variants)
+    sample: int | None = None
+    filters: tuple[tuple[str, str], ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["variants"] = self.variants.as_dict()
+        d["paradigms"] = list(self.paradigms)
+        d["filters"] = dict(self.filters)
+        return d
+
+
+@dataclass(frozen=True)
+class Shard:
+    rank: int = 0
+    world_size: int = 1
+
+    @classmethod
+    def resolve(cls, shard: str | None) -> "Shard":
+        """--shard i/N wins; else RANK/WORLD_SIZE from torchrun or accelerate; else 0/1."""
+        if shard:
+            try:
+                i, n = (int(x) for x in shard.split("/"))
+            except ValueError:
+                raise RunError(f"--shard {shard!r}: expected i/N, e.g. 0/4") from None
+        else:
+            i, n = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+        if not 0 <= i < n:
+            raise RunError(f"shard {i}/{n}: need 0 <= i < N")
+        return cls(i, n)
+
+
+@dataclass
+class PairSource:
+    """Pair rows without images (the plan) and a way to compose one pair's image on demand."""
+
+    rows: Dataset
+    compose: Callable[[dict[str, Any]], Image.Image]
+    revision: dict[str, Any]
+
+
+def open_pairs(settings: RunSettings) -> PairSource:
+    """The pairs of the run's config from its source, through vignette (the loading module)."""
+    import vignette
+
+    ds = vignette.load_dataset(settings.source, settings.config, sample=settings.sample, seed=settings.seed,
+                               filters=dict(settings.filters) or None)
+    rows = ds.select_columns([c for c in PAIR_COLUMNS if c in ds.column_names])
+    return PairSource(rows, lambda row: vignette.compose_pair(ds, row), vignette.source_revision(settings.source))
+
+
+def library_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def build_adapter(spec: str, seed: int) -> ModelAdapter:
+    """A model adapter from a spec: 'random', 'random:seed=N', 'always-left', or anything eval.adapters.spec knows."""
+    from eval.adapters.reference import AlwaysLeftResponder, RandomResponder
+
+    name, _, arg = spec.partition(":")
+    if name == "random":
+        return RandomResponder(int(arg.removeprefix("seed=")) if arg else seed)
+    if name == "always-left":
+        return AlwaysLeftResponder()
+    from eval.adapters.spec import build_adapter as build_model_adapter
+
+    return build_model_adapter(spec)
+
+
+def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def _check_or_write_run_json(run_dir: Path, record: dict[str, Any]) -> None:
+    path = run_dir / RUN_JSON
+    if not path.exists():
+        _write_json_atomic(path, record)
+        return
+    old = json.loads(path.read_text())
+    for key in ("settings", "template_hash"):
+        if old.get(key) != record[key]:
+            raise RunError(f"{path}: this folder holds a run with other {key} ({old.get(key)} != {record[key]}); "
+                           f"resume with the same options or choose another --out")
+    model_keys = ("model_id", "model_revision")
+    if {k: old["model"].get(k) for k in model_keys} != {k: record["model"].get(k) for k in model_keys}:
+        raise RunError(f"{path}: answers in this folder come from model {old['model'].get('model_id')!r}; use another --out")
+
+
+def _plan(run_dir: Path, source: PairSource | None, settings: RunSettings) -> Dataset:
+    """The pair plan: read from RUN_DIR/plan.parquet when resuming, else taken from the source."""
+    path = run_dir / PLAN
+    if path.exists():
+        return Dataset(pq.read_table(path))
+    assert source is not None
+    table = source.rows.with_format("arrow")[:]
+    if len(table) == 0:
+        raise RunError(f"no pairs for config {settings.config!r} with filters {dict(settings.filters)} in {settings.source}")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)  # every rank computes the same plan; the last rename wins harmlessly
+    return Dataset(pq.read_table(path))
+
+
+@dataclass(frozen=True)
+class RunResult:
+    asked: int
+    skipped: int  # already answered in an earlier session
+    pairs_composed: int
+    seconds: float
+    responses: Path | None  # the merged parquet, once every part is complete
+
+
+def run(
+    settings: RunSettings,
+    run_dir: str | Path,
+    *,
+    adapter: ModelAdapter | None = None,
+    source: PairSource | None = None,
+    shard: Shard = Shard(),
+    batch_size: int = 16,
+    retry_invalid: bool = False,
+    progress: bool = True,
+) -> RunResult:
+    """Ask every planned question of this shard that has no answer yet; merge when all shards are done."""
+    if settings.config not in CONFIGS:
+        raise RunError(f"--config {settings.config!r}: expected one of {CONFIGS}")
+    run_dir = Path(run_dir)
+    (run_dir / LOG_DIR).mkdir(parents=True, exist_ok=True)
+    adapter = adapter or build_adapter(settings.model, settings.seed)
+    taxonomy = load_taxonomy()
+    builder = QuestionBuilder(taxonomy, settings.seed, settings.paradigms, settings.variants)
+    if source is None:
+        source = open_pairs(settings)
+    record = {
+        "settings": settings.as_dict(),
+        "template_hash": template_hash(taxonomy),
+        "model": adapter.provenance(),
+        "dataset": {"source": settings.source, "config": settings.config, **source.revision},
+        "versions": library_versions(),
+    }
+    _check_or_write_run_json(run_dir, record)
+    plan = _plan(run_dir, source, settings)
+    mine = split_dataset_by_node(plan, rank=shard.rank, world_size=shard.world_size)
+
+    done_rows = [r for r in read_rows(run_dir) if r.get("valid") or not retry_invalid]
+    done = {r["question_id"] for r in done_rows}
+    done_per_pair = Counter(r["pair_id"] for r in done_rows)
+    per_pair = len(builder(mine[0])) if len(mine) else 0  # the same for every pair of a config
+    pair_ids = mine["pair_id"]
+    already = sum(min(done_per_pair[p], per_pair) for p in pair_ids)
+    model_id = record["model"].get("model_id", settings.model)
+    prepare = getattr(adapter, "prepare", None)
+
+    writer = PartWriter(part_path(run_dir, shard.rank))
+    session = {"rank": shard.rank, "world_size": shard.world_size, "host": socket.gethostname(), "pid": os.getpid(),
+               "started": time.time(), "already_answered": already, "repaired_torn_bytes": writer.repaired_bytes,
+               "batch_size": batch_size, "argv": sys.argv}
+    with open(run_dir / LOG_DIR / SESSIONS, "a") as f:
+        f.write(json.dumps(session) + "\n")
+
+    bar = tqdm(total=per_pair * len(mine), initial=already, unit="q", disable=not progress,
+               desc=f"{settings.config} [{shard.rank}/{shard.world_size}]", dynamic_ncols=True)
+    pending: list[tuple[Question, Image.Image | None]] = []
+    asked = composed = 0
+    start = time.perf_counter()
+
+    def ask(batch: list[tuple[Question, Image.Image | None]]) -> None:
+        questions = [q for q, _ in batch]
+        if prepare is not None:
+            prepare(questions)
+        requests = [ChoiceRequest(q.question_id, image, q.prompt, q.options) for q, image in batch]
+        results = adapter.choose(requests)
+        if [r.question_id for r in results] != [q.question_id for q in questions]:
+            raise RunError(f"adapter {type(adapter).__name__} answered {len(results)} results for {len(questions)} "
+                           f"questions or out of order; adapters must return one result per request, in order")
+        writer.append(q.response(r, model_id) for q, r in zip(questions, results))
+        bar.update(len(batch))
+
+    try:
+        for i, pair_id in enumerate(pair_ids):
+            if done_per_pair[pair_id] >= per_pair and per_pair:
+                continue  # whole pair answered: neither rebuild its questions nor compose its image
+            row = mine[i]
+            todo = [q for q in builder(row) if q.question_id not in done]
+            if not todo:
+                continue
+            image = None
+            if any(q.modality == "image" for q in todo):
+                image = source.compose(row) if source else None
+                if image is None:
+                    raise RunError(f"pair {pair_id}: cannot compose its image without the source {settings.source}")
+                composed += 1
+            pending += [(q, image if q.modality == "image" else None) for q in todo]
+            while len(pending) >= batch_size:
+                ask(pending[:batch_size])
+                asked += batch_size
+                del pending[:batch_size]
+        if pending:
+            ask(pending)
+            asked += len(pending)
+    finally:
+        writer.close()
+        bar.close()
+    seconds = time.perf_counter() - start
+
+    responses = None
+    try:
+        responses = merge(run_dir, write=True).written
+    except MergeError as e:
+        if shard.world_size == 1:
+            raise
+        print(f"rank {shard.rank} done; other shards still running ({e}). "
+              f"When all have finished: python -m eval.merge {run_dir}", file=sys.stderr)
+    return RunResult(asked, already, composed, seconds, responses)
+
+
+def _parse_filters(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise RunError(f"--filter {item!r}: expected key=value, e.g. dimension=religion")
+        out.append((key.strip(), value.strip()))
+    return tuple(sorted(out))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m eval.run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--source", required=True, help="Hub dataset repo id, local folder or base URL of the renders")
+    p.add_argument("--config", required=True, choices=CONFIGS)
+    p.add_argument("--model", required=True, help="model spec: random, random:seed=N, always-left, or an adapter spec (docs/eval.md)")
+    p.add_argument("--out", required=True, help="run folder; rerunning with the same folder resumes")
+    p.add_argument("--sample", type=int, help="a balanced sample of N pairs (default: every pair passing the filters)")
+    p.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE", help="e.g. dimension=religion, gender=female")
+    p.add_argument("--paradigms", default=",".join(PARADIGMS), help=f"comma-separated subset of {','.join(PARADIGMS)}")
+    p.add_argument("--variants", nargs="+", default=["paraphrase=0", "option_style=identity", "modality=image"],
+                   help="'all', or paraphrase=0,1,2 option_style=identity,position modality=image,text")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--seed", type=int, default=0, help="seed of option order, distractors and the sample")
+    p.add_argument("--shard", help="i/N: this process takes the i-th of N shares (default RANK/WORLD_SIZE)")
+    p.add_argument("--retry-invalid", action="store_true", help="re-ask questions whose recorded answer is invalid")
+    p.add_argument("--no-progress", action="store_true")
+    args = p.parse_args(argv)
+    try:
+        settings = RunSettings(
+            source=args.source, config=args.config, model=args.model, seed=args.seed,
+            paradigms=tuple(x.strip() for x in args.paradigms.split(",") if x.strip()),
+            variants=Variants.parse(args.variants), sample=args.sample, filters=_parse_filters(args.filter),
+        )
+        result = run(settings, args.out, shard=Shard.resolve(args.shard), batch_size=args.batch_size,
+                     retry_invalid=args.retry_invalid, progress=not args.no_progress)
+    except (RunError, MergeError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps({**asdict(result), "responses": str(result.responses) if result.responses else None}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
