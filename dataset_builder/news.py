@@ -3,7 +3,7 @@
 `python -m dataset_builder news --images DIR --rows rows.csv|rows.jsonl --out SOURCE_DIR [--skip-bad]`
 validates the rows, embeds the image bytes and writes `SOURCE_DIR/news/*.parquet` (the `datasets`
 Image layout {bytes, path}), then makes sure the source's dataset card declares the `news` config,
-so plain `datasets.load_dataset(SOURCE_DIR, "news", split="test")` loads it without our code.
+so plain `datasets.load_dataset(SOURCE_DIR, "news", split="train")` loads it without our code.
 
 Row fields (CSV header or JSONL keys): id, image_file, question, reference_answer, attribute (age |
 gender | race | occupation | sport), and optionally age_group, gender, race_ethnicity, occupation,
@@ -32,7 +32,7 @@ ATTRIBUTE_ALIASES = {"race/ethnicity": "race", "race_ethnicity": "race", "ethnic
                      "sports": "sport", "profession": "occupation"}
 REQUIRED = ("id", "image_file", "question", "reference_answer", "attribute")
 OPTIONAL = ("age_group", "gender", "race_ethnicity", "occupation", "sport", "source_outlet", "url")
-NEWS_SPLIT = "test"  # an evaluation benchmark: there is nothing to train on
+NEWS_SPLIT = "train"  # datasets' default single split; dataset_builder/card.py declares the same
 SAMPLE_OUTLET = "PLACEHOLDER SAMPLE (drawn by dataset_builder.news; not a news photo)"
 
 
@@ -356,13 +356,16 @@ def run(args: argparse.Namespace) -> NewsBuildReport:
     return report
 
 
-def main(argv: Iterable[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m dataset_builder.news", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    run(parser.parse_args(list(argv) if argv is not None else None))
+def main(args: argparse.Namespace | Iterable[str] | None = None) -> int:
+    """Entry for `python -m dataset_builder news` (a parsed Namespace) and `python -m dataset_builder.news`."""
+    if not isinstance(args, argparse.Namespace):
+        parser = argparse.ArgumentParser(prog="python -m dataset_builder news", description=__doc__,
+                                         formatter_class=argparse.RawDescriptionHelpFormatter)
+        add_arguments(parser)
+        args = parser.parse_args(list(args) if args is not None else None)
+    run(args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
-
+    raise SystemExit(main())
