@@ -29,6 +29,7 @@ Conventions (docs/explain.md has the long form):
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -272,7 +273,8 @@ class AttentionSummary:
     n_answer_tokens: int
 
     def to_record(self) -> dict[str, Any]:
-        """Flat attn_* fields that fit a parquet row (bytes + shape for the arrays)."""
+        """Flat attn_* fields for a responses row: JSON-safe (the run log is JSON lines) and parquet-typed
+        (ATTENTION_SCHEMA); arrays are little-endian float16, base64-encoded, with their shape beside them."""
         return {
             "attn_image_share": self.image_share,
             "attn_nonspatial_share": self.nonspatial_share,
@@ -282,10 +284,10 @@ class AttentionSummary:
             "attn_layer_left_share": list(self.layer_left_share),
             "attn_layer_right_share": list(self.layer_right_share),
             "attn_layer_seam_share": list(self.layer_seam_share),
-            "attn_head_mass": self.head_mass.astype("<f2").tobytes(),
+            "attn_head_mass": _pack(self.head_mass),
             "attn_head_mass_shape": list(self.head_mass.shape),
             "attn_top_heads": [{"layer": int(l), "head": int(h), "mass": float(m)} for l, h, m in self.top_heads],
-            "attn_grid": self.grid.astype("<f2").tobytes(),
+            "attn_grid": _pack(self.grid),
             "attn_grid_shape": list(self.grid.shape),
             "attn_seam_width": self.seam_width,
             "attn_answer_tokens": self.n_answer_tokens,
@@ -299,7 +301,9 @@ class AttentionSummary:
                            "run the model with attention recording on")
 
         def arr(key: str) -> np.ndarray:
-            return np.frombuffer(row[key], dtype="<f2").reshape([int(s) for s in row[key + "_shape"]])
+            raw = row[key]
+            raw = base64.b64decode(raw) if isinstance(raw, str) else bytes(raw)
+            return np.frombuffer(raw, dtype="<f2").reshape([int(s) for s in row[key + "_shape"]])
 
         def heads(h: Any) -> tuple[int, int, float]:
             return (int(h["layer"]), int(h["head"]), float(h["mass"])) if isinstance(h, dict) else tuple(h)
@@ -316,6 +320,26 @@ class AttentionSummary:
             grid=arr("attn_grid").astype(np.float32),
             seam_width=float(row["attn_seam_width"]), n_answer_tokens=int(row["attn_answer_tokens"]),
         )
+
+
+def _pack(a: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(a, dtype="<f2").tobytes()).decode("ascii")
+
+
+def attention_schema() -> Any:
+    """The pyarrow fields to_record() adds to the responses table (append them to the merge schema)."""
+    import pyarrow as pa
+
+    f64s, i64s = pa.list_(pa.float64()), pa.list_(pa.int64())
+    return pa.schema([
+        ("attn_image_share", pa.float64()), ("attn_nonspatial_share", pa.float64()),
+        ("attn_left_share", pa.float64()), ("attn_right_share", pa.float64()), ("attn_seam_share", pa.float64()),
+        ("attn_layer_left_share", f64s), ("attn_layer_right_share", f64s), ("attn_layer_seam_share", f64s),
+        ("attn_head_mass", pa.string()), ("attn_head_mass_shape", i64s),
+        ("attn_top_heads", pa.list_(pa.struct([("layer", pa.int64()), ("head", pa.int64()), ("mass", pa.float64())]))),
+        ("attn_grid", pa.string()), ("attn_grid_shape", i64s),
+        ("attn_seam_width", pa.float64()), ("attn_answer_tokens", pa.int64()),
+    ])
 
 
 def _shares(mass: np.ndarray, regions: np.ndarray) -> np.ndarray:

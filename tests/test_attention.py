@@ -283,19 +283,29 @@ def test_record_attention_end_to_end(tiny):
     np.testing.assert_array_equal(ref.grid, s.grid)
 
 
-def test_record_round_trips_through_parquet(tiny, tmp_path):
-    import pandas as pd
+def test_record_round_trips_through_json_log_and_parquet(tiny, tmp_path):
+    """The run log is JSON lines and the responses table parquet: the record must survive both."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from eval.attention import attention_schema
 
     family, model, processor = tiny
     image = Image.new("RGB", (112, 56))
     inputs, answer_start = _inputs(processor, image, " left")
     s = record_attention(model, inputs, answer_start, image_layout(model.config, processor.image_processor, (56, 112)))
-    pd.DataFrame([{"question_id": "q1", **s.to_record()}]).to_parquet(tmp_path / "r.parquet")
-    row = pd.read_parquet(tmp_path / "r.parquet").iloc[0].to_dict()
-    back = AttentionSummary.from_record(row)
+    record = s.to_record()
+    assert set(record) == set(attention_schema().names)
+    row = json.loads(json.dumps({"question_id": "q1", **record}))
+    schema = pa.schema([("question_id", pa.string()), *attention_schema()])
+    pq.write_table(pa.Table.from_pylist([row], schema=schema), tmp_path / "r.parquet")
+    back = AttentionSummary.from_record(pq.read_table(tmp_path / "r.parquet").to_pylist()[0])
     assert back.left_share == s.left_share and back.top_heads == s.top_heads
     np.testing.assert_array_equal(back.grid, s.grid.astype(np.float32))
     np.testing.assert_array_equal(back.head_mass, s.head_mass.astype(np.float32))
+    assert len(json.dumps(record)) < 4000  # compact: no attention tensor, a few KB at most
 
 
 def test_sdpa_model_gets_an_error_naming_eager(tiny):
