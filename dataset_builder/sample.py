@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Sequence
 
 from dataset_builder.placeholder import draw_placeholder
-from dataset_builder.records import RenderRecord, plan_renders
+from dataset_builder.records import RenderRecord, RenderSpec, plan_renders
+from dataset_builder.render import library_versions
 from dataset_builder.shard import Format, write_shards
 from dataset_builder.taxonomy import DATA_DIR, TAXONOMY_FILES, load_taxonomy
 from dataset_builder.card import write_card
@@ -27,12 +28,10 @@ SAMPLE_ACTIVITIES = ("cooking", "driving", "teaching", "programming", "exercisin
 PLACEHOLDER_MODEL = "placeholder:dataset_builder.placeholder.draw_placeholder"
 
 
-def placeholder_record(spec, width: int, height: int) -> RenderRecord:  # type: ignore[no-untyped-def]
-    import PIL
-
+def placeholder_record(spec: RenderSpec, width: int, height: int) -> RenderRecord:
     return RenderRecord.from_spec(
         spec, model_id=PLACEHOLDER_MODEL, model_revision="", scheduler="", steps=0, guidance=0.0,
-        width=width, height=height, dtype="", versions={"pillow": PIL.__version__}, placeholder=True,
+        width=width, height=height, dtype="", versions=library_versions(), placeholder=True,
     )
 
 
