@@ -63,12 +63,14 @@ class RunSettings:
     variants: Variants = field(default_factory=Variants)
     sample: int | None = None
     filters: tuple[tuple[str, str], ...] = ()
+    image_size: tuple[int, int] = (672, 336)  # the composed pair, width x height (the paper's size)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["variants"] = self.variants.as_dict()
         d["paradigms"] = list(self.paradigms)
         d["filters"] = dict(self.filters)
+        d["image_size"] = list(self.image_size)
         return d
 
 
@@ -101,14 +103,41 @@ class PairSource:
     revision: dict[str, Any]
 
 
+FILTER_KEYS = ("gender", "dimensions", "identities", "identity_match", "activities", "time_use", "exclude_near_synonyms")
+
+
+def _filter_kwargs(filters: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """--filter key=value pairs as vignette.load_dataset keyword arguments (lists are comma-separated)."""
+    out: dict[str, Any] = {}
+    for key, value in filters:
+        if key not in FILTER_KEYS:
+            raise RunError(f"--filter {key}={value}: unknown key; use one of {list(FILTER_KEYS)}")
+        if key == "exclude_near_synonyms":
+            out[key] = value.lower() in ("1", "true", "yes")
+        elif key == "identity_match":
+            out[key] = value
+        else:
+            out[key] = tuple(v.strip() for v in value.split(",") if v.strip())
+    return out
+
+
 def open_pairs(settings: RunSettings) -> PairSource:
     """The pairs of the run's config from its source, through vignette (the loading module)."""
     import vignette
 
     ds = vignette.load_dataset(settings.source, settings.config, sample=settings.sample, seed=settings.seed,
-                               filters=dict(settings.filters) or None)
-    rows = ds.select_columns([c for c in PAIR_COLUMNS if c in ds.column_names])
-    return PairSource(rows, lambda row: vignette.compose_pair(ds, row), vignette.source_revision(settings.source))
+                               size=settings.image_size, **_filter_kwargs(settings.filters))
+    table = ds.with_format("arrow")[:]
+    rows = Dataset(table.select([c for c in PAIR_COLUMNS if c in table.column_names]))
+    source = vignette.Source(settings.source)
+    composer = vignette.Composer(vignette.RenderReader(vignette.RenderIndex.load(source)), tuple(settings.image_size))
+    revision = {
+        "selection": json.loads(ds.info.description or "{}"),
+        # the index lists every render with its sha256: its digest pins the exact images asked about
+        "index_sha256": hashlib.sha256(source.read(vignette.INDEX_PATH)).hexdigest(),
+        "vignette_sha256": hashlib.sha256(Path(vignette.__file__).read_bytes()).hexdigest()[:16],
+    }
+    return PairSource(rows, lambda row: composer.pair(row["key_left"], row["key_right"]), revision)
 
 
 def library_versions() -> dict[str, str]:
@@ -122,14 +151,12 @@ def library_versions() -> dict[str, str]:
 
 
 def build_adapter(spec: str, seed: int) -> ModelAdapter:
-    """A model adapter from a spec: 'random', 'random:seed=N', 'always-left', or anything eval.adapters.spec knows."""
-    from eval.adapters.reference import AlwaysLeftResponder, RandomResponder
+    """A model adapter from a spec: a reference responder (random, random:seed=N, always-left) or an eval.adapters.spec spec."""
+    from eval.adapters.reference import reference_adapter
 
-    name, _, arg = spec.partition(":")
-    if name == "random":
-        return RandomResponder(int(arg.removeprefix("seed=")) if arg else seed)
-    if name == "always-left":
-        return AlwaysLeftResponder()
+    adapter = reference_adapter(spec, seed)
+    if adapter is not None:
+        return adapter
     from eval.adapters.spec import build_adapter as build_model_adapter
 
     return build_model_adapter(spec)
@@ -156,12 +183,11 @@ def _check_or_write_run_json(run_dir: Path, record: dict[str, Any]) -> None:
         raise RunError(f"{path}: answers in this folder come from model {old['model'].get('model_id')!r}; use another --out")
 
 
-def _plan(run_dir: Path, source: PairSource | None, settings: RunSettings) -> Dataset:
+def _plan(run_dir: Path, source: PairSource, settings: RunSettings) -> Dataset:
     """The pair plan: read from RUN_DIR/plan.parquet when resuming, else taken from the source."""
     path = run_dir / PLAN
     if path.exists():
         return Dataset(pq.read_table(path))
-    assert source is not None
     table = source.rows.with_format("arrow")[:]
     if len(table) == 0:
         raise RunError(f"no pairs for config {settings.config!r} with filters {dict(settings.filters)} in {settings.source}")
@@ -251,14 +277,16 @@ def run(
             if done_per_pair[pair_id] >= per_pair and per_pair:
                 continue  # whole pair answered: neither rebuild its questions nor compose its image
             row = mine[i]
-            todo = [q for q in builder(row) if q.question_id not in done]
+            questions = builder(row)
+            if len(questions) != per_pair:  # the skip rule above relies on this
+                raise RunError(f"pair {pair_id}: {len(questions)} questions where every {settings.config} pair has {per_pair}; "
+                               f"this is a bug in eval/questions.py")
+            todo = [q for q in questions if q.question_id not in done]
             if not todo:
                 continue
             image = None
             if any(q.modality == "image" for q in todo):
-                image = source.compose(row) if source else None
-                if image is None:
-                    raise RunError(f"pair {pair_id}: cannot compose its image without the source {settings.source}")
+                image = source.compose(row)
                 composed += 1
             pending += [(q, image if q.modality == "image" else None) for q in todo]
             while len(pending) >= batch_size:
@@ -294,6 +322,14 @@ def _parse_filters(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(out))
 
 
+def _parse_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise RunError(f"--image-size {text!r}: expected WIDTHxHEIGHT, e.g. 672x336") from None
+    return w, h
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m eval.run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--source", required=True, help="Hub dataset repo id, local folder or base URL of the renders")
@@ -306,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--variants", nargs="+", default=["paraphrase=0", "option_style=identity", "modality=image"],
                    help="'all', or paraphrase=0,1,2 option_style=identity,position modality=image,text")
     p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--image-size", default="672x336", help="composed pair image WIDTHxHEIGHT (default: the paper's 672x336)")
     p.add_argument("--seed", type=int, default=0, help="seed of option order, distractors and the sample")
     p.add_argument("--shard", help="i/N: this process takes the i-th of N shares (default RANK/WORLD_SIZE)")
     p.add_argument("--retry-invalid", action="store_true", help="re-ask questions whose recorded answer is invalid")
@@ -316,10 +353,11 @@ def main(argv: list[str] | None = None) -> int:
             source=args.source, config=args.config, model=args.model, seed=args.seed,
             paradigms=tuple(x.strip() for x in args.paradigms.split(",") if x.strip()),
             variants=Variants.parse(args.variants), sample=args.sample, filters=_parse_filters(args.filter),
+            image_size=_parse_size(args.image_size),
         )
         result = run(settings, args.out, shard=Shard.resolve(args.shard), batch_size=args.batch_size,
                      retry_invalid=args.retry_invalid, progress=not args.no_progress)
-    except (RunError, MergeError, ValueError) as e:
+    except (RunError, MergeError, ValueError, LookupError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(json.dumps({**asdict(result), "responses": str(result.responses) if result.responses else None}))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import time
 from typing import Any, Iterable
 
 from eval.adapters.base import ChoiceRequest, ChoiceResult, ModelAdapter
@@ -21,16 +22,19 @@ from eval.adapters.base import ChoiceRequest, ChoiceResult, ModelAdapter
 class RandomResponder(ModelAdapter):
     name = "random"
 
-    def __init__(self, seed: int = 0):
+    def __init__(self, seed: int = 0, delay_s: float = 0.0):
         self.seed = int(seed)
+        self.delay_s = float(delay_s)  # per batch: stands in for model latency in tests and benchmarks
 
     def choose(self, batch: list[ChoiceRequest]) -> list[ChoiceResult]:
+        if self.delay_s:
+            time.sleep(self.delay_s)
         out = []
         for req in batch:
             digest = hashlib.blake2b(f"{self.seed}\x1f{req.question_id}".encode(), digest_size=8).digest()
             choice = random.Random(int.from_bytes(digest, "big")).choice(req.options)
-            k = len(req.options)
-            out.append(ChoiceResult(req.question_id, choice, raw=choice, probabilities=(1.0 / k,) * k))
+            # No probabilities: metrics then count the sampled choices, a null model with real sampling noise.
+            out.append(ChoiceResult(req.question_id, choice, raw=choice))
         return out
 
     def provenance(self) -> dict[str, Any]:
@@ -66,4 +70,17 @@ class AlwaysLeftResponder(ModelAdapter):
         return {"model_id": "reference/always-left", "model_revision": "", "adapter": self.name}
 
 
-REFERENCE_SPECS = {"random": RandomResponder, "always-left": AlwaysLeftResponder}
+def reference_adapter(spec: str, default_seed: int = 0) -> ModelAdapter | None:
+    """'random', 'random:seed=3,delay=0.01' or 'always-left' → a responder; None for any other spec."""
+    name, _, args = spec.partition(":")
+    if name not in ("random", "always-left"):
+        return None
+    kwargs: dict[str, str] = {}
+    for item in filter(None, (a.strip() for a in args.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or key not in ({"seed", "delay"} if name == "random" else set()):
+            raise ValueError(f"model spec {spec!r}: unknown option {item!r}; random takes seed=N,delay=SECONDS, always-left none")
+        kwargs[key] = value
+    if name == "always-left":
+        return AlwaysLeftResponder()
+    return RandomResponder(int(kwargs.get("seed", default_seed)), float(kwargs.get("delay", 0.0)))
