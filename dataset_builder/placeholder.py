@@ -40,11 +40,12 @@ def draw_placeholder(spec: RenderSpec, width: int = 256, height: int = 256) -> I
     act_h = act[0] / 255
     img = Image.new("RGB", (w, h))
     d = ImageDraw.Draw(img)
-    # Background: a 4x4 grid of tiles whose brightness spells the activity, so renders of one
-    # identity differ in structure (a perceptual hash sees brightness layout, not hue).
+    # Background: a 4x4 grid of tiles whose brightness spells the render's key, so no two renders
+    # share their layout (a perceptual hash sees brightness layout, not hue); the hue is the activity's.
+    tiles = hashlib.sha256(spec.key.encode()).digest()
     for i in range(16):
         x0, y0 = (i % 4) * w // 4, (i // 4) * h // 4
-        d.rectangle([x0, y0, x0 + w // 4, y0 + h // 4], fill=_rgb(act_h, 0.35, 0.3 + 0.7 * act[1 + i] / 255))
+        d.rectangle([x0, y0, x0 + w // 4, y0 + h // 4], fill=_rgb(act_h, 0.35, 0.3 + 0.7 * tiles[i] / 255))
     # Body, coloured by identity; men and women differ in shoulders and hair.
     # The figure's place and stripes depend on the identity, so two identities differ in structure too.
     cx, cy, r = int(w * (0.32 + 0.36 * _hue(spec.identity + "x"))), int(h * 0.36), int(46 * u)
