@@ -523,30 +523,74 @@ def percentile_ci(samples: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         return np.nanpercentile(samples, 2.5, axis=0), np.nanpercentile(samples, 97.5, axis=0)
 
 
-def group_bootstrap(cells: pd.DataFrame, cell_keys: List[str], statistic: Any, n_samples: int, seed: int, chunk: int = 50) -> np.ndarray:
-    """Percentile-bootstrap replicates of `statistic` resampling whole groups (pair images).
+def collapse_groups(frame: pd.DataFrame, keys: List[str]) -> Tuple[pd.DataFrame, Optional[np.ndarray]]:
+    """Sum a (keys + group) count table over groups; also return each row's cell index (None without groups)."""
+    if "group" not in frame.columns:
+        return frame.reset_index(drop=True), None
+    if len(frame) == 0:
+        return frame.drop(columns="group").reset_index(drop=True), np.zeros(0, dtype=np.int64)
+    dims = [int(frame[k].max()) + 1 for k in keys]
+    codes, uniq = pd.factorize(np.ravel_multi_index([frame[k].to_numpy() for k in keys], dims))
+    cells = pd.DataFrame(dict(zip(keys, np.unravel_index(uniq, dims))))
+    for v in VALUE_NAMES:
+        cells[v] = np.bincount(codes, weights=frame[v].to_numpy(float), minlength=len(uniq))
+    return cells, codes
+
+
+def group_bootstrap(frame: pd.DataFrame, cell_codes: np.ndarray, n_cells: int, statistic: Any, n_samples: int, seed: int, chunk: int = 25) -> np.ndarray:
+    """Bootstrap replicates of `statistic` resampling whole groups (pair images).
 
     Poisson(1) weights per group (the Poisson bootstrap, a standard large-sample stand-in for
-    resampling groups with replacement); returns an array (n_samples, n_outputs).
-    `statistic(offered, selected, selected_sq)` takes (B, n_cells) arrays.
+    drawing groups with replacement). `statistic(offered, selected, selected_sq)` takes
+    (B, n_cells) arrays and returns (B, n_outputs); the result is (n_samples, n_outputs).
     """
-    cell_codes, cell_index = pd.factorize(pd.MultiIndex.from_frame(cells[cell_keys])) if len(cell_keys) > 1 else pd.factorize(cells[cell_keys[0]])
-    group_codes, groups = pd.factorize(cells["group"])
-    shape = (len(groups), len(cell_index))
-    mats = [sparse.csr_matrix((cells[v].to_numpy(float), (group_codes, cell_codes)), shape=shape) for v in ("offered", "selected", "selected_sq")]
+    group_codes, groups = pd.factorize(frame["group"])
+    shape = (len(groups), n_cells)
+    mats = [sparse.csr_matrix((frame[v].to_numpy(float), (group_codes, cell_codes)), shape=shape).T.tocsr() for v in ("offered", "selected", "selected_sq")]
     rng = np.random.default_rng(seed)
     out = []
     for start in range(0, n_samples, chunk):
-        w = rng.poisson(1.0, size=(min(chunk, n_samples - start), len(groups))).astype(float)
-        out.append(statistic(*[np.asarray(m.T.dot(w.T).T) for m in mats]))
-    return np.concatenate(out, axis=0) if out else np.zeros((0, 0))
+        w = rng.poisson(1.0, size=(len(groups), min(chunk, n_samples - start))).astype(float)
+        out.append(statistic(*[np.asarray(m @ w).T for m in mats]))
+    return np.concatenate(out, axis=0)
+
+
+def difference_ci(frame: pd.DataFrame, cell_codes: Optional[np.ndarray], n_cells: int, statistic: Any, est: np.ndarray, var: np.ndarray, opts: Dict[str, Any]) -> Tuple[np.ndarray, np.ndarray, str]:
+    """95% interval for a difference: group bootstrap when groups were given, else normal (Wald)."""
+    n_boot = int(opts["bootstrap_samples"])
+    if cell_codes is not None and n_boot > 0:
+        reps = group_bootstrap(frame, cell_codes, n_cells, lambda *m: statistic(*m)[0], n_boot, int(opts["seed"]))
+        lo, hi = percentile_ci(reps)
+        return lo, hi, f"percentile bootstrap over groups (Poisson weights, {n_boot} samples, seed {int(opts['seed'])})"
+    se = np.sqrt(var)
+    # Differences of percentages live in [-100, 100].
+    return np.clip(est - Z95 * se, -100.0, 100.0), np.clip(est + Z95 * se, -100.0, 100.0), "normal (Wald) from per-answer variance; answers treated as independent"
+
+
+def safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den, NaN where den == 0 (callers flag those)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def right_sparse(dense: np.ndarray, mat: Any) -> np.ndarray:
+    """dense (B, n) @ sparse (n, m) -> dense (B, m)."""
+    return np.asarray((mat.T @ dense.T).T)
+
+
+def indicator(rows: np.ndarray, cols: np.ndarray, shape: Tuple[int, int]) -> Any:
+    return sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
 
 
 def cell_variance(offered: np.ndarray, selected: np.ndarray, selected_sq: np.ndarray) -> np.ndarray:
-    """Variance of a cell's selection rate, from per-answer values x (0/1 or probabilities): var(x)/n."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean = selected / offered
-        v = np.maximum(selected_sq / offered - mean * mean, 0.0) / offered
+    """Variance of a cell's selection rate from per-answer values x (0/1 or probabilities): var(x)/n.
+
+    Two pseudo-answers (x = 1 and x = 0) are added for the variance only (Agresti-Caffo style),
+    so that a cell at 0% or 100% does not claim zero uncertainty.
+    """
+    n = offered + 2.0
+    mean = (selected + 1.0) / n
+    v = np.maximum((selected_sq + 1.0) / n - mean * mean, 0.0) / n
     return np.where(offered > 0, v, 0.0)
 
 
