@@ -11,7 +11,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Callable, Iterable, Literal, Sequence
 
 from dataset_builder.taxonomy import GENDERS, Gender, Taxonomy, slug
 
@@ -165,6 +165,16 @@ def plan_renders(
                 if portraits:
                     out.append(spec_for(taxonomy, g, ident.name))
     return out
+
+
+def plan_order(taxonomy: Taxonomy) -> Callable[[Any], tuple[int, int, int, int]]:
+    """Sort key giving ``plan_renders`` order for anything with gender/dimension/identity/activity fields."""
+    genders = {g: i for i, g in enumerate(GENDERS)}
+    dims = {d: i for i, d in enumerate(taxonomy.dimensions)}
+    idents = {x.name: i for i, x in enumerate(taxonomy.identities)}
+    acts = {a.name: i for i, a in enumerate(taxonomy.activities)}
+    big = len(idents) + len(acts)  # unknown names sort last; portraits after activities
+    return lambda r: (genders.get(r.gender, 2), dims.get(r.dimension, big), idents.get(r.identity, big), acts.get(r.activity, big))
 
 
 def validate_record(record: RenderRecord, taxonomy: Taxonomy, where: str) -> None:

@@ -28,7 +28,7 @@ import pandas as pd
 from PIL import Image, UnidentifiedImageError
 from tqdm.auto import tqdm
 
-from dataset_builder.records import RecordError, RenderRecord, plan_renders, read_record, validate_record
+from dataset_builder.records import RecordError, RenderRecord, plan_order, read_record
 from dataset_builder.taxonomy import DATA_DIR, Taxonomy, load_taxonomy, slug
 
 Format = Literal["jpeg", "webp"]
@@ -272,9 +272,9 @@ def write_shards(
         if r.format != fmt:
             raise ShardError(f"{out / r.shard}: holds {r.format} images but this run asks for {fmt}; every sample must have the same file set, so use --format {r.format} or start a new output folder")
 
-    order = {s.key: i for i, s in enumerate(plan_renders(taxonomy))}
+    order = plan_order(taxonomy)
     groups: dict[tuple[str, str], list[tuple[RenderRecord, Path]]] = defaultdict(list)
-    for record, path in sorted(renders, key=lambda rp: order[rp[0].key]):
+    for record, path in sorted(renders, key=lambda rp: order(rp[0])):
         if record.key in packed_keys:
             old = packed_keys[record.key]
             if old.seed != record.seed or old.model_id != record.model_id:
@@ -311,7 +311,7 @@ def write_shards(
             written.append(name)
     bar.close()
     rows = old_rows + [r for s in written for r in scan_shard(str(out), s)]
-    rows.sort(key=lambda r: order.get(r.key, len(order)))
+    rows.sort(key=order)
     write_index(out, rows)
     return ShardReport(tuple(written), tuple(kept), sum(len(v) for v in groups.values()), len(rows))
 
