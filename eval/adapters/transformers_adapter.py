@@ -475,7 +475,7 @@ class TransformersAdapter(ModelAdapter):
         if self._outlines_model is None:
             import outlines
 
-            self._outlines_model = outlines.from_transformers(self.model, self.processor)
+            self._outlines_model = outlines.from_transformers(self.model, _nested_images(self.processor))
         return self._outlines_model
 
     def _constraint(self, key: Any) -> Any:
@@ -504,9 +504,14 @@ class TransformersAdapter(ModelAdapter):
             text = self.processor.apply_chat_template([{"role": "user", "content": content}],
                                                       add_generation_prompt=True, tokenize=False)
             inputs.append([text, OImage(_with_format(r.image))] if r.image is not None else [text])
+        import contextlib
+
         import torch
 
-        with torch.inference_mode():
+        # outlines_core masks logits with a torch.compile'd kernel: compiling it costs seconds per process
+        # on CPU and gains nothing there, so it runs eagerly on CPU.
+        eager = torch._dynamo.config.patch(disable=True) if self.model.device.type == "cpu" else contextlib.nullcontext()
+        with torch.inference_mode(), eager:
             return generator.batch(inputs, max_new_tokens=max_new_tokens, do_sample=False)
 
     def _generate_choices(self, batch: list[ChoiceRequest]) -> list[ChoiceResult]:
@@ -519,8 +524,9 @@ class TransformersAdapter(ModelAdapter):
             else:
                 groups[(tuple(r.options), r.image is not None)].append(i)
         for (options, _), idx in groups.items():
-            longest = max(len(self.tokenizer(o, add_special_tokens=False)["input_ids"]) for o in options)
-            max_new = self.max_new_tokens or longest + 2  # room for the option and the end token
+            # Constrained decoding may spell an option in more tokens than its canonical tokenization
+            # (one per byte at worst), so the default leaves room for that and the end token.
+            max_new = self.max_new_tokens or max(len(o.encode()) for o in options) + 2
             texts = self._run_outlines([batch[i] for i in idx], ("choice", options), max_new, self.temperature)
             for i, text in zip(idx, texts):
                 r = batch[i]
@@ -542,6 +548,29 @@ class TransformersAdapter(ModelAdapter):
             return TextResult(r.question_id, text, valid=False,
                               error=f"unfinished or invalid JSON after {r.max_new_tokens} new tokens: {e}")
         return TextResult(r.question_id, text)
+
+
+def _nested_images(processor: Any) -> Any:
+    """A copy of `processor` that regroups a flat image list into one list per prompt.
+
+    outlines passes a batch's images as one flat list; Mllama's processor (and the canonical
+    batched format of the others) wants `images[i]` to be the images of prompt i.
+    """
+    import copy
+
+    base = type(processor)
+
+    class Nested(base):  # type: ignore[misc,valid-type]
+        def __call__(self, images: Any = None, text: Any = None, **kwargs: Any) -> Any:
+            if images and isinstance(text, list) and not isinstance(images[0], (list, tuple)):
+                flat = iter(images)
+                images = [[next(flat) for _ in range(t.count(self.image_token))] for t in text]
+            return super().__call__(images=images, text=text, **kwargs)
+
+    Nested.__name__ = Nested.__qualname__ = base.__name__
+    nested = copy.copy(processor)
+    nested.__class__ = Nested
+    return nested
 
 
 def _with_format(image: Any) -> Any:
