@@ -250,7 +250,7 @@ def tiny(request, tmp_path_factory):
 
     path = build_tiny_vlm(request.param, tmp_path_factory.mktemp(request.param) / "model")
     model = AutoModelForImageTextToText.from_pretrained(path, attn_implementation="eager").eval()
-    return request.param, model, AutoProcessor.from_pretrained(path)
+    return request.param, model, AutoProcessor.from_pretrained(path), path
 
 
 def _inputs(processor, image, answer: str):
@@ -261,7 +261,7 @@ def _inputs(processor, image, answer: str):
 
 
 def test_record_attention_end_to_end(tiny):
-    family, model, processor = tiny
+    family, model, processor, _ = tiny
     image = Image.new("RGB", (112, 56), (200, 30, 30))
     inputs, answer_start = _inputs(processor, image, " the person on the left")
     layout = image_layout(model.config, processor.image_processor, (image.height, image.width))
@@ -292,7 +292,7 @@ def test_record_round_trips_through_json_log_and_parquet(tiny, tmp_path):
 
     from eval.attention import attention_schema
 
-    family, model, processor = tiny
+    family, model, processor, _ = tiny
     image = Image.new("RGB", (112, 56))
     inputs, answer_start = _inputs(processor, image, " left")
     s = record_attention(model, inputs, answer_start, image_layout(model.config, processor.image_processor, (56, 112)))
@@ -308,8 +308,22 @@ def test_record_round_trips_through_json_log_and_parquet(tiny, tmp_path):
     assert len(json.dumps(record)) < 4000  # compact: no attention tensor, a few KB at most
 
 
+def test_transformers_adapter_hook_records_the_chosen_answer(tiny):
+    """The adapter's record_attention=True puts the attn_* record into ChoiceResult.extras (image questions only)."""
+    from eval.adapters.base import ChoiceRequest
+    from eval.adapters.transformers_adapter import TransformersAdapter
+
+    adapter = TransformersAdapter(tiny[3], record_attention=True)
+    options = ("the person on the left", "the person on the right")
+    image, text = adapter.choose([ChoiceRequest("q0", Image.new("RGB", (112, 56)), "Who is cooking?", options),
+                                  ChoiceRequest("q1", None, "Who is cooking?", options)])
+    s = AttentionSummary.from_record(image.extras)
+    assert s.left_share + s.seam_share + s.right_share == pytest.approx(1) and s.grid.shape == (24, 24)
+    assert not any(k.startswith("attn_") for k in text.extras)
+
+
 def test_sdpa_model_gets_an_error_naming_eager(tiny):
-    family, model, processor = tiny
+    family, model, processor, _ = tiny
     image = Image.new("RGB", (112, 56))
     inputs, answer_start = _inputs(processor, image, " left")
     layout = image_layout(model.config, processor.image_processor, (56, 112))
