@@ -462,8 +462,25 @@ class PairSpace:
             raise TypeError("PairSpace[position] takes one int; use decode() or columns() for many")
         if position < 0:
             position += len(self)
-        cols = self.columns([position])
-        return PairSpec(**{k: (v[0].as_py() if isinstance(v, pa.Array) else v[0]) for k, v in cols.items() if k in PairSpec.__dataclass_fields__})
+        c = {k: int(v[0]) for k, v in self.decode([position]).items()}
+        fb = self.full_blocks[c["block"]]
+        first, second = fb.members[c["first"]], fb.members[c["second"]] if c["second"] >= 0 else None
+        a1, a2 = (self.taxonomy.activities[c[k]].name if c[k] >= 0 else "" for k in ("act1", "act2"))
+        sw = bool(c["swapped"])
+        if self.config == "activity_contrast":
+            ml = mr = first
+            al, ar = (a2, a1) if sw else (a1, a2)
+        else:
+            assert second is not None
+            ml, mr = (second, first) if sw else (first, second)
+            al, ar = (a2, a1) if sw and self.config == "identity_activity_contrast" else (a1, a2)
+        ids = slug(ml.identity.name) if self.config == "activity_contrast" else f"{slug(ml.identity.name)}+{slug(mr.identity.name)}"
+        acts = {"portraits": PORTRAIT, "identity_contrast": slug(al)}.get(self.config, f"{slug(al)}+{slug(ar)}")
+        pair_id = f"{self.config}/{fb.group}/{slug(fb.dimension)}/{ids}/{acts}/L{int(sw)}"
+        return PairSpec(
+            self.config, c["index"], fb.group, fb.dimension, ml.identity.name, mr.identity.name, ml.form, mr.form,
+            al, ar, ml.key(al), mr.key(ar), sw, pair_id,
+        )
 
     def index_of(self, spec: PairSpec) -> int:
         """The full-space index of a pair (inverse of decoding), checked against its pair_id."""
@@ -822,7 +839,9 @@ class RenderReader:
         except FileNotFoundError as e:
             raise MissingRenderError(f"render {key!r}: its shard {where} is missing from source {src.root}") from e
         if len(blob) != TAR_BLOCK + loc.length:
-            raise CorruptRenderError(f"{where}: render {key!r} is cut short ({len(blob) - TAR_BLOCK} of {loc.length} bytes at byte {loc.offset}); the shard is truncated or the index is stale")
+            raise CorruptRenderError(
+                f"{where}: render {key!r}: got {len(blob)} bytes for [{loc.offset - TAR_BLOCK}, {loc.offset + loc.length}), expected {TAR_BLOCK + loc.length}; "
+                "the shard is truncated, the index is stale, or the server ignores HTTP Range requests")
         _check_tar_header(blob[:TAR_BLOCK], loc, where)
         data = blob[TAR_BLOCK:]
         if loc.sha256 and hashlib.sha256(data).hexdigest() != loc.sha256:
