@@ -36,9 +36,10 @@ from typing import Any
 
 import numpy as np
 
-# Width of the seam band as a fraction of the pair image width. vignette blends the two renders
-# over a soft seam in the middle; override per call when the composition differs.
-SEAM_WIDTH = 0.1
+# Width of the seam band as a fraction of the pair image width: vignette cross-fades the two renders
+# over DEFAULT_SEAM = 32 pixels in the middle of its DEFAULT_SIZE = 672 x 336 pair (a test keeps
+# these in step); pass seam_width when a run composes its pairs differently.
+SEAM_WIDTH = 32 / 672
 GRID = (24, 24)  # coarse grid the mean map is stored on (rows, cols over the original image)
 TOP_HEADS = 8
 EAGER_HINT = 'load the model with attn_implementation="eager"'

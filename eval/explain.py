@@ -60,20 +60,19 @@ def load_row(run_dir: Path, question_id: str) -> dict[str, Any]:
 
 
 def pair_image(run_dir: Path, pair_id: str) -> Image.Image:
-    """Compose the pair again exactly as the run did (source and settings from run.json, row from plan.parquet)."""
+    """Compose the pair again as the run did: the source and image size from run.json, the keys from plan.parquet."""
     import pyarrow.parquet as pq
 
-    from eval.run import RunSettings, open_pairs
+    import vignette
 
-    run = json.loads((run_dir / "run.json").read_text())
-    s = run["settings"]
-    settings = RunSettings(source=s["source"], config=s["config"], model=s["model"], seed=s["seed"],
-                           sample=s.get("sample"), filters=tuple(sorted((s.get("filters") or {}).items())))
-    plan = pq.read_table(run_dir / "plan.parquet")
-    rows = [r for r in plan.to_pylist() if r["pair_id"] == pair_id]
+    settings = json.loads((run_dir / "run.json").read_text())["settings"]
+    plan = pq.read_table(run_dir / "plan.parquet", columns=["pair_id", "key_left", "key_right"]).to_pylist()
+    rows = [r for r in plan if r["pair_id"] == pair_id]
     if not rows:
         raise ExplainError(f"{run_dir}/plan.parquet has no pair {pair_id!r}")
-    return open_pairs(settings).compose(rows[0])
+    size = tuple(settings.get("image_size") or vignette.DEFAULT_SIZE)
+    reader = vignette.RenderReader(vignette.RenderIndex.load(vignette.Source(settings["source"])))
+    return vignette.Composer(reader, size).pair(rows[0]["key_left"], rows[0]["key_right"])
 
 
 def _bands(ax: Any, width: float, seam: float) -> None:

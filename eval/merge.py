@@ -113,7 +113,13 @@ def merge(run_dir: str | Path, write: bool = True, allow_gaps: bool = False) -> 
         return report
     if not write:
         return report
-    table = pa.Table.from_pylist([latest[q] for q in order if q in latest], schema=RESPONSE_SCHEMA)
+    kept = [latest[q] for q in order if q in latest]
+    schema = RESPONSE_SCHEMA
+    if any("attn_left_share" in r for r in kept):  # attention was recorded: keep its columns (eval.attention)
+        from eval.attention import attention_schema
+
+        schema = pa.schema([*RESPONSE_SCHEMA, *attention_schema()])
+    table = pa.Table.from_pylist(kept, schema=schema)
     out = run_dir / RESPONSES
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     pq.write_table(table, tmp)

@@ -273,6 +273,8 @@ class Question:
             "correct": None if not self.answer or not valid else choice == self.answer,
             "seed": self.seed,
             "model_id": model_id,
+            # attention record (eval.attention) when the adapter recorded one; absent otherwise
+            **{k: v for k, v in result.extras.items() if k.startswith("attn_")},
         }
 
 

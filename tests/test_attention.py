@@ -248,7 +248,8 @@ def tiny(request, tmp_path_factory):
 
     from eval.adapters.tiny import build_tiny_vlm
 
-    path = build_tiny_vlm(request.param, tmp_path_factory.mktemp(request.param) / "model")
+    # one folder per session, shared with tests/test_explain.py (building a tiny VLM costs seconds)
+    path = build_tiny_vlm(request.param, tmp_path_factory.getbasetemp() / "tiny-vlm" / request.param)
     model = AutoModelForImageTextToText.from_pretrained(path, attn_implementation="eager").eval()
     return request.param, model, AutoProcessor.from_pretrained(path), path
 
@@ -366,3 +367,11 @@ def test_chosen_vs_other_detects_a_gap_and_not_a_null():
     assert res.loc["chef", "significant"] and res.loc["chef", "mean_gap"] == pytest.approx(0.1, abs=0.03)
     assert not res.loc["baker", "significant"]
     assert res.loc["chef", "n"] == 60
+
+
+def test_seam_width_matches_vignette_composition():
+    import vignette
+
+    from eval.attention import SEAM_WIDTH
+
+    assert SEAM_WIDTH == vignette.DEFAULT_SEAM / vignette.DEFAULT_SIZE[0]

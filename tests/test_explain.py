@@ -97,3 +97,30 @@ def test_reads_the_run_log_before_merge(tmp_path, run_dir):
     (log / "part-00000.jsonl").write_text(json.dumps(row) + "\n")
     out = explain(tmp_path / "run", "q0", image=_pair(), out=tmp_path / "png")
     assert len(out.panels) == 3
+
+
+def test_demo_run_with_attention_recording_end_to_end(tmp_path, tmp_path_factory):
+    """Runner + transformers adapter (record_attention=True) on tiny LLaVA-NeXT over the placeholder source:
+    every image answer gets left/right shares in responses.parquet, and explain re-composes the pair."""
+    from dataset_builder.sample import build_sample
+    from eval.adapters.tiny import build_tiny_vlm
+    from eval.adapters.transformers_adapter import TransformersAdapter
+    from eval.questions import Variants
+    from eval.run import RunSettings, run
+
+    source = build_sample(tmp_path / "src", size=48, identities=("man", "woman", "old", "young"),
+                          activities=("cooking", "driving"))
+    model = build_tiny_vlm("llava_next", tmp_path_factory.getbasetemp() / "tiny-vlm" / "llava_next")  # shared
+    adapter = TransformersAdapter(model, record_attention=True)
+    settings = RunSettings(source=str(source), config="identity_contrast", model="tiny-llava-next", seed=1,
+                           paradigms=("decision",), variants=Variants((0,), ("identity",), ("image", "text")),
+                           sample=1, image_size=(112, 56))
+    result = run(settings, tmp_path / "run", adapter=adapter, progress=False)
+    rows = pq.read_table(result.responses).to_pylist()
+    image_rows = [r for r in rows if r["modality"] == "image" and r["valid"]]
+    assert image_rows and all(r["attn_left_share"] is None for r in rows if r["modality"] == "text")
+    for r in image_rows:
+        assert r["attn_left_share"] + r["attn_seam_share"] + r["attn_right_share"] == pytest.approx(1)
+    out = explain(tmp_path / "run", image_rows[0]["question_id"], out=tmp_path / "png")
+    assert out.image_note == "" and [p.name.rsplit("-", 1)[1] for p in out.panels] == ["overlay.png", "mean.png",
+                                                                                         "heads.png"]
