@@ -38,6 +38,7 @@ JUDGE_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 JUDGE_MAX_NEW_TOKENS = 256
+DEFAULT_JUDGE = "openai:gpt-4o@https://api.openai.com/v1"  # a GPT-4o-class judge, as in the paper
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 _FRAME = (
@@ -235,18 +236,19 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--source", required=True, help="the source the answers were made from")
     parser.add_argument("--answers", required=True, nargs="+", help="one or more RUN_DIR/answers.jsonl")
-    parser.add_argument("--judge", default="openai:gpt-4o",
-                        help="judge model spec (default openai:gpt-4o; openai:MODEL@URL or a local spec)")
+    parser.add_argument("--judge", default=DEFAULT_JUDGE,
+                        help=f"judge model spec (default {DEFAULT_JUDGE}, key from OPENAI_API_KEY; any "
+                             "openai:MODEL@URL, or a local spec such as hf:PATH?mode=generate)")
     parser.add_argument("--out", required=True, help="judgements jsonl (appended to; reruns resume)")
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=JUDGE_MAX_NEW_TOKENS)
     parser.add_argument("--retry-failures", action="store_true", help="judge again where the judge failed")
     args = parser.parse_args(argv)
-    from eval.news.models import load_adapter
+    from eval.adapters.spec import build_adapter
 
     items = news_items(load_news(args.source))
     answers = [row for path in args.answers for row in read_answers(path)]
-    counts = judge_answers(items, answers, load_adapter(args.judge), args.out, batch_size=args.batch_size,
+    counts = judge_answers(items, answers, build_adapter(args.judge), args.out, batch_size=args.batch_size,
                            max_new_tokens=args.max_new_tokens, retry_failures=args.retry_failures)
     print(f"judge: {counts['judged']} scored, {counts['failed']} failed (kept with raw reply), "
           f"{counts['already_done']} already done, {counts['skipped_invalid_answers']} invalid answers not judged "

@@ -230,10 +230,10 @@ class ChatServer:
 
 
 def load_adapter(spec: str) -> ModelAdapter:
-    """A model spec resolved by the project's spec parser (eval/adapters/spec.py)."""
-    from eval.adapters import spec as specs  # late: pulls in torch/transformers only when serving a model
+    """A model spec resolved by the project's spec parser (eval/adapters/spec.py), e.g. tiny:llava?mode=generate."""
+    from eval.adapters.spec import build_adapter  # late: pulls in torch/transformers only when serving a model
 
-    return specs.load_adapter(spec)
+    return build_adapter(spec)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from dataset_builder.news import build_news_sample
-from eval.adapters.openai_adapter import OpenAIAdapter, RetryPolicy
+from eval.adapters.openai_adapter import OpenAIAdapter
 from eval.judge import DIMENSIONS, judge_answers, read_judgements
 from eval.news.answer import ANSWERS_FILE, answer_news, read_answers
 from eval.news.data import load_news, news_items
@@ -21,7 +21,7 @@ from eval.news.results import summarise, joined, write_results
 from eval.openai_server import ChatServer, Intercept
 from tests.test_openai_server import SchemaFixtureAdapter
 
-FAST = RetryPolicy(max_retries=1, base_delay_s=0.01)
+FAST = {"max_retries": 1, "backoff_base_s": 0.01}
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def items(tmp_path_factory: pytest.TempPathFactory) -> list:
 
 
 def _client(server: ChatServer, name: str = "served") -> OpenAIAdapter:
-    return OpenAIAdapter(name, base_url=server.base_url, api_key="test", retry=FAST)
+    return OpenAIAdapter(name, base_url=server.base_url, api_key="test", **FAST)
 
 
 def _reply(content: str) -> Intercept:

@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from eval.adapters.base import ChoiceRequest, ChoiceResult, ModelAdapter, TextRequest, TextResult
-from eval.adapters.openai_adapter import OpenAIAdapter, RetryPolicy, match_option
+from eval.adapters.openai_adapter import OpenAIAdapter, match_option
 from eval.openai_server import ChatServer, Intercept
 
 
@@ -75,7 +75,7 @@ class FailFirst:
         return None
 
 
-FAST = RetryPolicy(max_retries=3, base_delay_s=0.01, max_delay_s=0.05)
+FAST = {"max_retries": 3, "backoff_base_s": 0.01, "backoff_max_s": 0.05}
 
 
 def _image() -> Image.Image:
@@ -84,8 +84,7 @@ def _image() -> Image.Image:
 
 
 def _adapter(server: ChatServer, **kwargs: Any) -> OpenAIAdapter:
-    kwargs.setdefault("retry", FAST)
-    return OpenAIAdapter("served", base_url=server.base_url, api_key="test", **kwargs)
+    return OpenAIAdapter("served", base_url=server.base_url, api_key="test", **{**FAST, **kwargs})
 
 
 def test_choose_over_http_sends_image_and_options() -> None:
@@ -128,7 +127,7 @@ def test_retries_exhausted_is_invalid_with_raw_body() -> None:
         result = _adapter(server).choose([ChoiceRequest("q", None, "pick", ("a", "b"))])[0]
     assert not result.valid and result.choice is None
     assert "InternalServerError" in result.error and "injected" in result.raw
-    assert failing.calls == FAST.max_retries + 1
+    assert failing.calls == FAST["max_retries"] + 1
 
 
 def test_client_errors_are_not_retried() -> None:
@@ -146,7 +145,7 @@ def test_timeout_is_retried_then_recorded_invalid() -> None:
         return Intercept(200, "{}", delay_s=0.6)
 
     with ChatServer(SchemaFixtureAdapter(), interceptor=slow) as server:
-        adapter = _adapter(server, timeout_s=0.15, retry=RetryPolicy(max_retries=1, base_delay_s=0.01))
+        adapter = _adapter(server, timeout_s=0.15, max_retries=1)
         result = adapter.choose([ChoiceRequest("q", None, "pick", ("a", "b"))])[0]
     assert not result.valid and "Timeout" in result.error and len(calls) == 2
 
@@ -219,7 +218,7 @@ def test_adapter_errors_become_500_and_are_recorded() -> None:
             raise RuntimeError("out of memory")
 
     with ChatServer(Broken()) as server:
-        result = _adapter(server, retry=RetryPolicy(max_retries=1, base_delay_s=0.01)).generate_text(
+        result = _adapter(server, max_retries=1).generate_text(
             [TextRequest("t", None, "x")])[0]
     assert not result.valid and "out of memory" in result.text
 

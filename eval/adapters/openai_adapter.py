@@ -130,7 +130,9 @@ class OpenAIAdapter(ModelAdapter):
         structured: bool = True,
         timeout_s: float = 60.0,
         concurrency: int = 4,
-        retry: RetryPolicy = RetryPolicy(),
+        max_retries: int = 4,
+        backoff_base_s: float = 1.0,
+        backoff_max_s: float = 30.0,
         choice_max_tokens: int = 64,
         max_tokens_param: str = "max_completion_tokens",
         seed: int | None = None,
@@ -147,7 +149,8 @@ class OpenAIAdapter(ModelAdapter):
         self.structured = structured
         self.timeout_s = timeout_s
         self.concurrency = concurrency
-        self.retry = retry
+        # Flat arguments so a model spec can set them (openai:M@URL?max_retries=8).
+        self.retry = RetryPolicy(max_retries, backoff_base_s, backoff_max_s)
         self.choice_max_tokens = choice_max_tokens
         self.max_tokens_param = max_tokens_param
         self.seed = seed

@@ -178,12 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="only the first N items")
     parser.add_argument("--retry-invalid", action="store_true", help="ask again where the answer did not parse")
     args = parser.parse_args(argv)
-    from eval.news.models import load_adapter
+    from eval.adapters.spec import build_adapter
 
     items = news_items(load_news(args.source, args.limit))
     if any(item.placeholder for item in items):
         print("note: this source holds PLACEHOLDER news items (drawn images, our own questions)")
-    counts = answer_news(items, load_adapter(args.model), args.out,
+    counts = answer_news(items, build_adapter(args.model), args.out,
                          temperature=ROBUSTNESS_TEMPERATURE if args.robustness else DEFAULT_TEMPERATURE,
                          batch_size=args.batch_size, retry_invalid=args.retry_invalid, source=str(args.source))
     print(f"answers: {counts['asked']} asked ({counts['valid']} valid JSON, {counts['invalid']} invalid), "
