@@ -45,15 +45,15 @@ TOP_HEADS = 8
 EAGER_HINT = 'load the model with attn_implementation="eager"'
 
 
-class AttentionUnavailable(RuntimeError):
-    """The backend or attention implementation cannot give attention weights."""
+class AttentionUnavailable(ValueError):
+    """The backend or attention implementation cannot give attention weights (a setting to change)."""
 
 
 def unavailable_for_api(backend: str) -> AttentionUnavailable:
     """The error an API adapter raises when asked to record attention."""
     return AttentionUnavailable(
-        f"attention recording is unavailable for API backends ({backend}): the server returns text, not "
-        "attention weights; use the transformers adapter with a local model"
+        f"attention recording is unavailable for API backends ({backend}): they return text, not attention "
+        "weights; use the transformers adapter (an hf: or tiny: model spec) with record_attention=true"
     )
 
 

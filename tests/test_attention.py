@@ -337,7 +337,12 @@ def test_sdpa_model_gets_an_error_naming_eager(tiny):
 
 
 def test_api_backend_error():
+    from eval.adapters.spec import build_adapter
+
     assert "unavailable for API backends" in str(unavailable_for_api("openai"))
+    for spec in ("openai:gpt-4o@http://127.0.0.1:9/v1?record_attention=true", "vllm:some/model?record_attention=true"):
+        with pytest.raises(AttentionUnavailable, match="unavailable for API backends"):
+            build_adapter(spec)
 
 
 def test_missing_record_is_named():

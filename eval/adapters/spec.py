@@ -99,6 +99,10 @@ def build_adapter(spec: str, **defaults: Any) -> ModelAdapter:
     """The adapter a spec names. `defaults` (e.g. seed, batch_size from a CLI) apply where the backend
     takes them; options written in the spec win."""
     parsed = parse_spec(spec)
+    if parsed.options.get("record_attention") and parsed.backend in ("openai", "vllm"):
+        from eval.attention import unavailable_for_api
+
+        raise unavailable_for_api(parsed.backend)
     if parsed.backend == "reference":
         from .reference import reference_adapter
 
