@@ -20,6 +20,7 @@ import os
 import platform
 import sys
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Sequence
@@ -83,15 +84,20 @@ class RenderReport:
     rendered: int
 
 
-def library_versions() -> dict[str, str]:
-    """Versions of the libraries that shape the pixels (read from metadata; nothing imported)."""
-    out = {"python": platform.python_version()}
+@lru_cache(maxsize=1)
+def _versions() -> tuple[tuple[str, str], ...]:
+    out = [("python", platform.python_version())]
     for name in VERSIONED_PACKAGES:
         try:
-            out[name] = metadata.version(name)
+            out.append((name, metadata.version(name)))
         except metadata.PackageNotFoundError:
-            out[name] = ""
-    return out
+            out.append((name, ""))
+    return tuple(out)
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries that shape the pixels (read from metadata; nothing imported)."""
+    return dict(_versions())
 
 
 def model_revision(model: str, revision: str | None) -> str:
