@@ -150,9 +150,10 @@ def scatter(summary: pd.DataFrame, path: str | Path, title: str = "News subset: 
     return path
 
 
-def icc_2_1(a: np.ndarray, b: np.ndarray) -> float:
-    """ICC(2,1) (Shrout & Fleiss): two-way random effects, absolute agreement, one rater; NaN below 2 items."""
-    scores = np.column_stack([a, b]).astype(float)
+def icc_2_1(*raters: np.ndarray) -> float:
+    """ICC(2,1) (Shrout & Fleiss 1979): two-way random effects, absolute agreement, one rater.
+    One array per rater over the same items; NaN below 2 items."""
+    scores = np.column_stack(raters).astype(float)
     n, k = scores.shape
     if n < 2:
         return math.nan
