@@ -34,7 +34,7 @@ import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Iterable, Iterator, Literal, Sequence
 
 import numpy as np
@@ -328,7 +328,6 @@ class PairSpace:
         }
         self.full_blocks = _full_blocks(taxonomy, config)
         self.full_size = self.full_blocks[-1].offset + _full_block_size(config, self.full_blocks[-1]) if self.full_blocks else 0
-        self._tables = _Tables.build(taxonomy, self.full_blocks)
         self.blocks = self._filtered_blocks(coverage)
         sizes = np.array([b.size for b in self.blocks], dtype=np.int64)
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -336,6 +335,10 @@ class PairSpace:
         self._full_offsets = np.array([b.offset for b in self.full_blocks], dtype=np.int64)
         self._full_act = np.array([b.n_activity_part for b in self.full_blocks], dtype=np.int64)
         self._full_n = np.array([len(b.members) for b in self.full_blocks], dtype=np.int64)
+
+    @cached_property
+    def _tables(self) -> "_Tables":
+        return _Tables.build(self.taxonomy, self.full_blocks)  # only when string columns are asked for
 
     # ---- construction
 
@@ -857,15 +860,12 @@ class RenderReader:
 
 
 @lru_cache(maxsize=16)
-def _seam_mask(tile_w: int, height: int, overlap: int):  # type: ignore[no-untyped-def]
-    """L mask for the left tile: opaque, then a linear ramp to 0 across the overlap."""
+def _seam_mask(overlap: int, height: int):  # type: ignore[no-untyped-def]
+    """L mask for the left tile's overlap strip: a linear ramp from opaque to transparent."""
     from PIL import Image
 
-    ramp = np.ones(tile_w, dtype=np.float32)
-    if overlap > 0:
-        ramp[tile_w - overlap:] = np.linspace(1, 0, overlap + 2, dtype=np.float32)[1:-1]
-    row = np.round(ramp * 255).astype(np.uint8)
-    return Image.fromarray(np.broadcast_to(row, (height, tile_w)).copy(), mode="L")
+    row = np.round(np.linspace(1, 0, overlap + 2, dtype=np.float32)[1:-1] * 255).astype(np.uint8)
+    return Image.fromarray(np.broadcast_to(row, (height, overlap)).copy(), mode="L")
 
 
 def _tile(data: bytes, tile_w: int, height: int):  # type: ignore[no-untyped-def]
@@ -902,7 +902,11 @@ def compose(left: bytes, right: bytes, size: tuple[int, int] = DEFAULT_SIZE, sea
     overlap = 2 * tile_w - width
     out = Image.new("RGB", (width, height))
     out.paste(_tile(right, tile_w, height), (width - tile_w, 0))
-    out.paste(_tile(left, tile_w, height), (0, 0), _seam_mask(tile_w, height, overlap) if overlap else None)
+    left_tile = _tile(left, tile_w, height)
+    solid = tile_w - overlap  # plain copy up to the seam; only the overlap strip is blended
+    out.paste(left_tile.crop((0, 0, solid, height)), (0, 0))
+    if overlap:
+        out.paste(left_tile.crop((solid, 0, tile_w, height)), (solid, 0), _seam_mask(overlap, height))
     out.format = image_format
     return out
 

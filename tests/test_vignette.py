@@ -265,3 +265,24 @@ def test_parse_pair_id_rejects_garbage() -> None:
         space.parse_pair_id("portraits/male/age/old+young/portrait/L0")
     with pytest.raises(VignetteError, match="unknown identity or activity"):
         space.parse_pair_id("identity_contrast/male/age/old+martian/cooking/L0")
+
+
+def test_compose_places_left_and_right_and_blends_the_seam() -> None:
+    import io
+
+    from PIL import Image
+
+    def jpeg(color: tuple[int, int, int], size: tuple[int, int]) -> bytes:
+        buf = io.BytesIO()
+        Image.new("RGB", size, color).save(buf, format="JPEG", quality=95)
+        return buf.getvalue()
+
+    out = vignette.compose(jpeg((250, 0, 0), (512, 512)), jpeg((0, 0, 250), (300, 200)), size=(200, 100), seam=20)
+    assert out.size == (200, 100) and out.format == "PNG"
+    px = np.asarray(out).astype(int)
+    assert (abs(px[:, :90] - [250, 0, 0]) <= 3).all() and (abs(px[:, 110:] - [0, 0, 250]) <= 3).all()
+    red = px[50, 90:110, 0]
+    assert (np.diff(red) < 0).all() and red[0] < 250 and red[-1] > 0  # a monotone cross-fade, no hard edge
+    assert vignette.compose(jpeg((1, 2, 3), (64, 64)), jpeg((1, 2, 3), (64, 64)), seam=0, image_format="JPEG").format == "JPEG"
+    with pytest.raises(VignetteError, match="seam"):
+        vignette.compose(b"", b"", size=(100, 50), seam=100)
