@@ -190,25 +190,33 @@ def test_llava_next_layout_matches_model_packing_and_processor(hw):
             _assert_inside(layout.boxes[t], xs[cell], ys[cell], valid[cell], *hw)
 
 
-def _qwen2_vl():
-    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+def _qwen(family: str = "qwen2_vl"):
+    from transformers import (Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2VLConfig,
+                              Qwen2VLForConditionalGeneration)
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
     text = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
                 num_key_value_heads=2, bos_token_id=1, eos_token_id=2,
                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]})
-    vision = dict(depth=1, embed_dim=32, hidden_size=32, num_heads=2, mlp_ratio=2, patch_size=14,
-                  spatial_merge_size=2, temporal_patch_size=2)
-    config = Qwen2VLConfig(text_config=text, vision_config=vision, image_token_id=60, video_token_id=61,
-                           vision_start_token_id=62, vision_end_token_id=63, attn_implementation="eager")
+    common = dict(hidden_size=32, num_heads=2, patch_size=14, spatial_merge_size=2, temporal_patch_size=2)
+    ids = dict(image_token_id=60, video_token_id=61, vision_start_token_id=62, vision_end_token_id=63,
+               attn_implementation="eager")
     torch.manual_seed(0)
+    if family == "qwen2_vl":
+        vision = dict(depth=1, embed_dim=32, mlp_ratio=2, **common)
+        model = Qwen2VLForConditionalGeneration(Qwen2VLConfig(text_config=text, vision_config=vision, **ids))
+    else:  # window attention in the vision tower; the tokens come back in raster order
+        vision = dict(depth=2, intermediate_size=64, out_hidden_size=32, window_size=56, fullatt_block_indexes=[1],
+                      **common)
+        model = Qwen2_5_VLForConditionalGeneration(Qwen2_5_VLConfig(text_config=text, vision_config=vision, **ids))
     ip = Qwen2VLImageProcessorPil(size={"shortest_edge": 56 * 56, "longest_edge": 56 * 112})
-    return Qwen2VLForConditionalGeneration(config).eval(), ip
+    return model.eval(), ip
 
 
+@pytest.mark.parametrize("family", ["qwen2_vl", "qwen2_5_vl"])
 @pytest.mark.parametrize("hw", [(40, 100), (120, 50)])
-def test_qwen2_vl_layout_matches_processor_and_records(hw):
-    model, ip = _qwen2_vl()
+def test_qwen2_vl_layout_matches_processor_and_records(hw, family):
+    model, ip = _qwen(family)
     layout = image_layout(model.config, ip, hw)
     # the processor emits merge x merge patches per token, consecutively; each patch is (C, T, p, p)
     out = []
