@@ -197,7 +197,8 @@ def rerender_failures(render_dir: Path, results: Sequence[CheckResult], device: 
             raise RecordError(f"{path}: key {r.key!r} is a drawn placeholder; it cannot be re-rendered by a model (rebuild the sample instead)")
         revision = None if rec.model_revision.startswith("local-sha256:") or not rec.model_revision else rec.model_revision
         settings = RenderSettings(model=rec.model_id, revision=revision, steps=rec.steps, guidance=rec.guidance,
-                                  width=rec.width, height=rec.height, dtype=rec.dtype or "auto", device=device, batch_size=batch_size)
+                                  width=rec.width, height=rec.height, dtype=rec.dtype or "auto", device=device, batch_size=batch_size,
+                                  max_sequence_length=rec.max_sequence_length or None)
         spec = RenderSpec(rec.key, rec.gender, rec.dimension, rec.identity, rec.surface_form, rec.activity, rec.prompt, rec.seed)
         groups[settings].append((spec, stable_seed(rec.key, rec.seed)))
     return sum(rerender(items, Path(render_dir), settings) for settings, items in groups.items())

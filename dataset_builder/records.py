@@ -85,6 +85,7 @@ class RenderRecord:
     width: int
     height: int
     dtype: str
+    max_sequence_length: int = 0  # text-encoder length passed to the pipeline; 0 = its default
     versions: dict[str, str] = field(default_factory=dict)
     placeholder: bool = False
 

@@ -177,7 +177,7 @@ class Renderer:
         return RenderRecord.from_spec(
             spec, model_id=s.model, model_revision=self.revision, scheduler=type(self.pipe.scheduler).__name__,
             steps=s.steps, guidance=float(s.guidance), width=s.width, height=s.height, dtype=self.dtype,
-            versions=self.versions, placeholder=False,
+            max_sequence_length=s.max_sequence_length or 0, versions=self.versions, placeholder=False,
         )
 
     def images(self, specs: Sequence[RenderSpec]) -> list[Image.Image]:

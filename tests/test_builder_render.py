@@ -103,3 +103,24 @@ def test_two_processes_split_the_work_and_a_killed_one_resumes(tiny_flux: Path, 
     spec = next(s for s in plan_renders(load_taxonomy(), dimensions=["gender"], activities=acts.split(",")) if s.key == key)
     render_all([spec], tmp_path / "here", RenderSettings(**{**_settings(tiny_flux).__dict__, "steps": 4}), progress=False)
     assert (tmp_path / "here" / f"{key}.png").read_bytes() == (out1 / f"{key}.png").read_bytes()
+
+
+def test_check_rerenders_failures_with_a_new_recorded_seed(tiny_flux: Path, tmp_path: Path) -> None:
+    from dataset_builder.check import CheckSettings, check_renders, rerender_failures
+
+    out = tmp_path / "c"
+    spec = plan_renders(load_taxonomy(), dimensions=["gender"], activities=["cooking"], genders=["female"], portraits=False)[0]
+    render_all([spec], out, _settings(tiny_flux), progress=False)
+    before = (out / f"{spec.key}.png").read_bytes()
+    results = check_renders(out, CheckSettings(), progress=False)
+    assert not results[0].ok and "no face found" in results[0].reasons  # the tiny model draws noise, not people
+    assert rerender_failures(out, results, device="cpu") == 1
+    rec = RenderRecord.from_json((out / f"{spec.key}.json").read_text(), "record")
+    assert rec.seed == stable_seed(spec.key, spec.seed) != spec.seed
+    assert (rec.steps, rec.width, rec.max_sequence_length, rec.model_id) == (2, 32, 16, str(tiny_flux))
+    assert (out / f"{spec.key}.png").read_bytes() != before
+    # The new render is reproducible from its record alone.
+    from dataclasses import replace
+
+    render_all([replace(spec, seed=rec.seed)], tmp_path / "again", _settings(tiny_flux), progress=False)
+    assert (tmp_path / "again" / f"{spec.key}.png").read_bytes() == (out / f"{spec.key}.png").read_bytes()
