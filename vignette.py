@@ -104,12 +104,12 @@ def rank_comb(i: np.ndarray, j: np.ndarray, n: int) -> np.ndarray:
     return i * n - i * (i + 1) // 2 + (j - i - 1)
 
 
-def unrank_comb(r: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def unrank_comb(r: np.ndarray, n: int | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Inverse of ``rank_comb``: closed form (a quadratic's root), then a +-1 float fix-up."""
     r = np.asarray(r, dtype=np.int64)
     b = 2 * n - 1
     i = np.floor((b - np.sqrt(np.maximum(b * b - 8.0 * r, 0.0))) / 2).astype(np.int64)
-    i = np.clip(i, 0, max(n - 2, 0))
+    i = np.clip(i, 0, np.maximum(n - 2, 0))
     start = i * n - i * (i + 1) // 2
     i = np.where(start > r, i - 1, i)
     nxt = (i + 1) * n - (i + 1) * (i + 2) // 2
@@ -210,30 +210,30 @@ class _Block:
                     return int(ix * len(self.right) + iy)
         return None
 
-    def decode(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """In-block ranks -> (first member, second member or -1, activity 1 or -1, activity 2 or -1)."""
-        n_act = self.n_activity
-        ip, ap = _unskip(r // n_act, self.excluded), r % n_act
+    def decode_identities(self, ip: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Identity-part ranks (after exclusions) -> (first member, second member or -1)."""
+        ip = _unskip(ip, self.excluded)
         if self.kind == "comb":
             x, y = unrank_comb(ip, len(self.left))
-            p1, p2 = self.left[x], self.left[y]
-        elif self.kind == "cross":
+            return self.left[x], self.left[y]
+        if self.kind == "cross":
             a, b = self.left[ip // len(self.right)], self.right[ip % len(self.right)]
-            p1, p2 = np.minimum(a, b), np.maximum(a, b)
-        else:
-            p1, p2 = self.left[ip], np.full_like(ip, -1)
-        k = len(self.acts)
-        if self.act_kind == "one":
-            a1 = a2 = self.acts[ap]
-        elif self.act_kind == "comb":
-            x, y = unrank_comb(ap, k)
-            a1, a2 = self.acts[x], self.acts[y]
-        elif self.act_kind == "ordered":
-            x, y = ap // (k - 1), ap % (k - 1)
-            a1, a2 = self.acts[x], self.acts[y + (y >= x)]
-        else:
-            a1 = a2 = np.full_like(ap, -1)
-        return p1, p2, a1, a2
+            return np.minimum(a, b), np.maximum(a, b)
+        return self.left[ip], np.full_like(ip, -1)
+
+
+def _decode_activities(ap: np.ndarray, acts: np.ndarray, act_kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """Activity-part ranks -> (activity 1, activity 2) positions; -1 for portraits."""
+    k = len(acts)
+    if act_kind == "one":
+        return acts[ap], acts[ap]
+    if act_kind == "comb":
+        x, y = unrank_comb(ap, k)
+        return acts[x], acts[y]
+    if act_kind == "ordered":
+        x, y = ap // (k - 1), ap % (k - 1)
+        return acts[x], acts[y + (y >= x)]
+    return np.full_like(ap, -1), np.full_like(ap, -1)
 
 
 def _activity_part_size(kind: str, k: int) -> int:
@@ -332,6 +332,14 @@ class PairSpace:
         sizes = np.array([b.size for b in self.blocks], dtype=np.int64)
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.n_pairs = int(self._offsets[-1])
+        self._acts = self.blocks[0].acts if self.blocks else np.zeros(0, np.int64)
+        self._n_act = max(1, _activity_part_size(_ACTIVITY_KIND[config], len(self._acts)))
+        self._block_full = np.array([b.full for b in self.blocks], dtype=np.int64)
+        self._n_left = np.array([len(b.left) for b in self.blocks], dtype=np.int64)
+        self._left_base = np.concatenate([[0], np.cumsum(self._n_left)[:-1]]).astype(np.int64) if self.blocks else np.zeros(0, np.int64)
+        self._left_cat = np.concatenate([b.left for b in self.blocks]) if self.blocks else np.zeros(0, np.int64)
+        kinds = {b.kind for b in self.blocks}
+        self._plain_kind = kinds.pop() if len(kinds) == 1 and not any(len(b.excluded) for b in self.blocks) else ""
         self._full_offsets = np.array([b.offset for b in self.full_blocks], dtype=np.int64)
         self._full_act = np.array([b.n_activity_part for b in self.full_blocks], dtype=np.int64)
         self._full_n = np.array([len(b.members) for b in self.full_blocks], dtype=np.int64)
@@ -430,14 +438,22 @@ class PairSpace:
         flip = np.zeros(pos.shape, dtype=bool)
         if self.orders == "both":
             pos, flip = pos // 2, (pos % 2).astype(bool)
-        n = pos.size
-        out = {k: np.empty(n, np.int64) for k in ("block", "first", "second", "act1", "act2")}
+        out: dict[str, np.ndarray] = {}
         which = np.searchsorted(self._offsets, pos, side="right") - 1
-        for bi in np.unique(which):
-            sel = which == bi
-            block = self.blocks[bi]
-            p1, p2, a1, a2 = block.decode(pos[sel] - self._offsets[bi])
-            out["block"][sel], out["first"][sel], out["second"][sel], out["act1"][sel], out["act2"][sel] = block.full, p1, p2, a1, a2
+        ip, ap = np.divmod(pos - self._offsets[which], self._n_act)  # every block shares the activity part
+        out["act1"], out["act2"] = _decode_activities(ap, self._acts, _ACTIVITY_KIND[self.config])
+        out["block"] = self._block_full[which]
+        if self._plain_kind == "comb":  # one formula for all blocks: gather each block's n and members
+            base = self._left_base[which]
+            x, y = unrank_comb(ip, self._n_left[which])
+            out["first"], out["second"] = self._left_cat[base + x], self._left_cat[base + y]
+        elif self._plain_kind == "single":
+            out["first"], out["second"] = self._left_cat[self._left_base[which] + ip], np.full_like(ip, -1)
+        else:  # exclusions or cross blocks: block by block
+            out["first"], out["second"] = np.empty_like(ip), np.empty_like(ip)
+            for bi in np.unique(which):
+                sel = which == bi
+                out["first"][sel], out["second"][sel] = self.blocks[bi].decode_identities(ip[sel])
         out["index"] = self._encode(out)
         rank_in_block = out["index"] - self._full_offsets[out["block"]]
         out["swapped"] = (rank_in_block % 2).astype(bool) ^ flip
