@@ -223,7 +223,7 @@ def image_layout(config: Any, image_processor: Any, image_size: tuple[int, int])
     """Map every image token of `config.model_type` to its box on an original image of (height, width)."""
     kind = config.model_type
     if kind not in _LAYOUTS:
-        raise NotImplementedError(
+        raise AttentionUnavailable(
             f"attention maps are not implemented for model_type {kind!r} (supported: {', '.join(_LAYOUTS)}); "
             "docs/explain.md says what each other family needs"
         )

@@ -243,7 +243,7 @@ def test_unsupported_family_names_the_docs():
     class Cfg:
         model_type = "mllama"
 
-    with pytest.raises(NotImplementedError, match="docs/explain.md"):
+    with pytest.raises(AttentionUnavailable, match="docs/explain.md"):
         image_layout(Cfg(), None, (10, 10))
 
 
@@ -388,3 +388,19 @@ def test_seam_width_matches_vignette_composition():
     from eval.attention import SEAM_WIDTH
 
     assert SEAM_WIDTH == vignette.DEFAULT_SEAM / vignette.DEFAULT_SIZE[0]
+
+
+def test_chosen_vs_other_null_is_calibrated():
+    """Attention unrelated to the choice: p-values of the sign test reject at most about alpha of the time."""
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    n_id, n = 300, 30
+    left = rng.uniform(0.3, 0.6, n_id * n)
+    d = pd.DataFrame({"selected_identity": np.repeat([f"i{k}" for k in range(n_id)], n),
+                      "chose_left": rng.random(n_id * n) < 0.5, "attn_left_share": left,
+                      "attn_right_share": 0.9 - left})
+    res = chosen_vs_other(d)
+    assert len(res) == n_id
+    assert (res["p_value"] < 0.05).mean() <= 0.08
+    assert res["significant"].sum() <= 3
