@@ -54,74 +54,49 @@ def wilson_interval(k: Any, n: Any, z: float = Z95) -> Tuple[np.ndarray, np.ndar
     return np.where(ok, np.clip(centre - half, 0.0, 1.0), np.nan), np.where(ok, np.clip(centre + half, 0.0, 1.0), np.nan)
 
 
-def _binary_search(f: Any, d: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Vectorised copy of scipy's `_binary_search_for_binom_tst` (same steps, same answer per element)."""
-    lo = lo.copy()
-    hi = hi.copy()
-    out = np.zeros(len(lo), dtype=np.int64)
-    done = np.zeros(len(lo), dtype=bool)
-    while True:
-        act = np.flatnonzero(~done & (lo < hi))
-        if act.size == 0:
-            break
-        mid = lo[act] + (hi[act] - lo[act]) // 2
-        val = f(mid, act)
-        less = val < d[act]
-        more = val > d[act]
-        same = ~less & ~more
-        lo[act[less]] = mid[less] + 1
-        hi[act[more]] = mid[more] - 1
-        out[act[same]] = mid[same]
-        done[act[same]] = True
-    rest = np.flatnonzero(~done)
-    if rest.size:
-        val = f(lo[rest], rest)
-        out[rest] = np.where(val <= d[rest], lo[rest], lo[rest] - 1)
-    return out
-
-
 def fisher_exact_two_sided(a: Any, b: Any, c: Any, d: Any) -> np.ndarray:
     """Two-sided Fisher exact p-values for many 2x2 tables [[a, b], [c, d]] at once.
 
-    Follows scipy.stats.fisher_exact (scipy 1.17) step by step with its own hypergeom functions,
-    so each p-value equals scipy's; a table with a zero row or column sum gets p = 1.0 (as scipy).
+    Same test as scipy.stats.fisher_exact: the p-value sums the hypergeometric probabilities of
+    all tables (same margins) no more likely than the observed one. Probabilities are built from
+    the exact ratio pmf(x+1)/pmf(x) outward over a window of +-38 sd around the mode (terms
+    beyond it are below 1e-300 of the mode), so one vectorised pass handles thousands of tables;
+    ties are judged with R's relative tolerance 1e-7. A table with a zero row or column sum has
+    p = 1.0 (as scipy). Fractional (expected) counts are rounded to integers first.
     """
     a, b, c, d = (np.rint(np.asarray(x, dtype=float)).astype(np.int64).ravel() for x in (a, b, c, d))
     p = np.ones(a.shape, dtype=float)
     live = np.flatnonzero(~((a + b == 0) | (c + d == 0) | (a + c == 0) | (b + d == 0)))
     if live.size == 0:
         return p
-    a, b, c, d = a[live], b[live], c[live], d[live]
-    n1, n2, n = a + b, c + d, a + c
-    big = n1 + n2
-    hg = stats.hypergeom
+    a, n1, n2, n = a[live], (a + b)[live], (c + d)[live], (a + c)[live]
+    big = (n1 + n2).astype(float)
+    support_lo, support_hi = np.maximum(0, n - n2), np.minimum(n, n1)
     mode = ((n + 1) * (n1 + 1) / (n1 + n2 + 2)).astype(np.int64)
-    pexact = hg.pmf(a, big, n1, n)
-    pmode = hg.pmf(mode, big, n1, n)
-    gamma = 1.0 + 1e-14
-    res = np.ones(a.shape, dtype=float)
-    at_mode = np.abs(pexact - pmode) / np.maximum(pexact, pmode) <= 1e-14
-    low = ~at_mode & (a < mode)
-    high = ~at_mode & ~(a < mode)
-    if low.any():
-        i = np.flatnonzero(low)
-        plower = hg.cdf(a[i], big[i], n1[i], n[i])
-        early = hg.pmf(n[i], big[i], n1[i], n[i]) > pexact[i] * gamma
-        res[i[early]] = plower[early]
-        j = i[~early]
-        if j.size:
-            guess = _binary_search(lambda x, s: -hg.pmf(x, big[j][s], n1[j][s], n[j][s]), -pexact[j] * gamma, mode[j], n[j])
-            res[j] = plower[~early] + hg.sf(guess, big[j], n1[j], n[j])
-    if high.any():
-        i = np.flatnonzero(high)
-        pupper = hg.sf(a[i] - 1, big[i], n1[i], n[i])
-        early = hg.pmf(0, big[i], n1[i], n[i]) > pexact[i] * gamma
-        res[i[early]] = pupper[early]
-        j = i[~early]
-        if j.size:
-            guess = _binary_search(lambda x, s: hg.pmf(x, big[j][s], n1[j][s], n[j][s]), pexact[j] * gamma, np.zeros(j.size, dtype=np.int64), mode[j])
-            res[j] = pupper[~early] + hg.cdf(guess, big[j], n1[j], n[j])
-    p[live] = np.minimum(res, 1.0)
+    sd = np.sqrt(n * (n1 / big) * (n2 / big) * np.maximum(big - n, 0.0) / np.maximum(big - 1.0, 1.0))
+    half = np.ceil(38.0 * sd).astype(np.int64) + 50
+    lo = np.maximum(support_lo, np.minimum(a, mode - half))
+    hi = np.minimum(support_hi, np.maximum(a, mode + half))
+    length = hi - lo + 1
+    starts = np.concatenate([[0], np.cumsum(length)[:-1]])
+    seg = np.repeat(np.arange(len(a)), length)
+    x = lo[seg] + (np.arange(int(length.sum())) - starts[seg])
+    n1s, n2s, ns = n1[seg].astype(float), n2[seg].astype(float), n[seg].astype(float)
+    xf = x.astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step = np.log((n1s - xf) * (ns - xf)) - np.log((xf + 1.0) * (n2s - ns + xf + 1.0))
+    last = starts + length - 1
+    step[last] = 0.0
+    # Make each window's steps sum to zero so the running sum restarts near 0 (no drift).
+    step[last] = -np.add.reduceat(step, starts)
+    run = np.cumsum(step)
+    before = np.where(starts > 0, run[np.maximum(starts - 1, 0)], 0.0)
+    logr = run - step - before[seg]
+    logr -= np.maximum.reduceat(logr, starts)[seg]
+    weight = np.exp(logr)
+    observed = logr[starts + (a - lo)]
+    extreme = logr <= observed[seg] + np.log1p(1e-7)
+    p[live] = np.minimum(np.add.reduceat(weight * extreme, starts) / np.add.reduceat(weight, starts), 1.0)
     return p
 
 
@@ -214,6 +189,44 @@ def aggregate(keys: List[np.ndarray], dims: List[int], values: List[np.ndarray])
     return [g[f"k{i}"].to_numpy(np.int64) for i in range(len(keys))], [g[f"v{i}"].to_numpy(float) for i in range(len(values))]
 
 
+def aggregate_offers(keys: List[np.ndarray], dims: List[int], state: np.ndarray, weights: Optional[np.ndarray], k_offer: np.ndarray) -> Tuple[List[np.ndarray], List[np.ndarray]]:
+    """Count offers per cell: one unweighted bincount over (cell, state) for sampled answers."""
+    dims = [max(int(x), 1) for x in dims]
+    size = float(np.prod([float(x) for x in dims]))
+    if len(state) == 0:
+        return [k[:0].astype(np.int64) for k in keys], [np.zeros(0) for _ in VALUE_NAMES]
+    if size < 2.0**60:
+        flat = np.ravel_multi_index(keys, dims)
+        if size <= 4 * len(flat) + 1_000_000:
+            counts = np.bincount(flat * 3 + state, minlength=3 * int(size)).reshape(-1, 3)
+            present = np.flatnonzero(counts.any(axis=1))
+            counts = counts[present]
+            cell, uniq = None, present
+        else:
+            cell, uniq = pd.factorize(flat)
+            counts = np.bincount(cell * 3 + state, minlength=3 * len(uniq)).reshape(-1, 3)
+        out_keys = [x.astype(np.int64) for x in np.unravel_index(uniq, dims)]
+    else:
+        frame = pd.DataFrame({f"k{i}": x for i, x in enumerate(keys)})
+        cell = frame.groupby(list(frame.columns), sort=False).ngroup().to_numpy()
+        first = np.unique(cell, return_index=True)[1]
+        out_keys = [x[first].astype(np.int64) for x in keys]
+        counts = np.bincount(cell * 3 + state, minlength=3 * len(first)).reshape(-1, 3)
+    offered = (counts[:, 0] + counts[:, 1]).astype(float)
+    if weights is None and k_offer.min() == k_offer.max():
+        selected = counts[:, 1].astype(float)
+        return out_keys, [offered, selected, selected.copy(), offered / float(k_offer[0]), counts[:, 2].astype(float)]
+    if cell is None:
+        lookup = np.full(int(size), -1, dtype=np.int64)
+        lookup[uniq] = np.arange(len(uniq))
+        cell = lookup[flat]
+    ok = state < 2
+    x = (state == 1).astype(float) if weights is None else weights * ok
+    m = len(offered)
+    sums = [np.bincount(cell, weights=v, minlength=m) for v in (x, x * x, ok / k_offer)]
+    return out_keys, [offered, sums[0], sums[1], sums[2], counts[:, 2].astype(float)]
+
+
 VALUE_NAMES = ("offered", "selected", "selected_sq", "inv_k", "offered_invalid")
 
 
@@ -280,6 +293,7 @@ class CountStore:
             r = wrong[0]
             raise ValueError(f"row {offset + r}: selected {sel_col[r].as_py()!r} is not exactly once among candidates {cand[r].as_py()}; map answers outside the options to '' (invalid)")
         x = hit.astype(float)
+        store_weights = False
         prob = _column(table, "probabilities") if use_probabilities else None
         if prob is not None and prob.null_count < len(prob):
             plen = pc.list_value_length(prob).to_numpy(zero_copy_only=False)
@@ -299,9 +313,11 @@ class CountStore:
             x[in_p] = pv / psum[pparent]
             valid = valid | has_p
             self.used_probabilities += int(has_p.sum())
-        ok = valid[parent]
-        opt = ok.astype(float)
-        values = [opt, x * opt, x * x * opt, opt / k[parent], (~ok).astype(float)]
+            store_weights = bool(has_p.any())
+        # Per offer: 0 = valid answer, not chosen; 1 = chosen; 2 = question refused/invalid.
+        state = np.where(valid[parent], hit.astype(np.int8), np.int8(2)).astype(np.int8)
+        weights = x if store_weights else None
+        k_offer = k[parent]
         cols: Dict[str, np.ndarray] = {"identity": ident}
         for name in ("context", "direction", "trait_dimension", "group"):
             if name not in self.keys:
@@ -326,18 +342,21 @@ class CountStore:
         target = _column(table, "target") if "target" in WANTED_COLUMNS else None
         if "partner" in self.keys:
             # One entry per ordered (identity, other candidate) pair of the same question.
-            start = np.concatenate([[0], np.cumsum(k)[:-1]])
-            pos = np.arange(len(ident)) - start[parent]
-            kk = k[parent]
             if k.max() < 2:
                 raise ValueError("PairComp needs questions that offer at least two identities")
-            parts = []
-            for s in range(1, int(k.max())):
-                m = kk > s
-                parts.append((m, ident[start[parent[m]] + (pos[m] + s) % kk[m]]))
-            cols = {key: np.concatenate([v[m] for m, _ in parts]) for key, v in cols.items()}
-            cols["partner"] = np.concatenate([p for _, p in parts])
-            values = [np.concatenate([v[m] for m, _ in parts]) for v in values]
+            if k.min() == k.max() == 2:
+                cols["partner"] = ident.reshape(-1, 2)[:, ::-1].ravel()
+            else:
+                start = np.concatenate([[0], np.cumsum(k)[:-1]])
+                pos = np.arange(len(ident)) - start[parent]
+                parts = []
+                for s in range(1, int(k.max())):
+                    m = k_offer > s
+                    parts.append((m, ident[start[parent[m]] + (pos[m] + s) % k_offer[m]]))
+                cols = {key: np.concatenate([v[m] for m, _ in parts]) for key, v in cols.items()}
+                cols["partner"] = np.concatenate([p for _, p in parts])
+                state, k_offer = (np.concatenate([v[m] for m, _ in parts]) for v in (state, k_offer))
+                weights = None if weights is None else np.concatenate([weights[m] for m, _ in parts])
         elif target is not None:
             # Factuality: only the offer of the identity the question asks about counts.
             tcodes = self.vocabs["identity"].encode(target)
@@ -346,7 +365,8 @@ class CountStore:
             if missing.size:
                 r = int(missing[0])
                 raise ValueError(f"row {offset + r}: target {target[r].as_py()!r} is not among candidates {cand[r].as_py()}")
-            values = [v[keep] for v in values]
+            state, k_offer = state[keep], k_offer[keep]
+            weights = None if weights is None else weights[keep]
             cols = {key: v[keep] for key, v in cols.items()}
         self.rows += n
         self.invalid_rows += int((~valid).sum())
@@ -357,7 +377,7 @@ class CountStore:
             self.left_known += int(known.sum())
             self.left += int((lv[known] == 1).sum())
         keys = [cols[name] for name in self.keys]
-        self.chunks.append(aggregate(keys, [d + (1 if name == "group" else 0) for d, name in zip(self.dims(), self.keys)], values))
+        self.chunks.append(aggregate_offers(keys, [d + (1 if name == "group" else 0) for d, name in zip(self.dims(), self.keys)], state, weights, k_offer))
         self.pending += len(self.chunks[-1][0][0])
         if self.pending > max(4 * self.compacted, 4_000_000):
             self._compact()
