@@ -33,7 +33,7 @@ HELP: dict[str, str] = {
 
 def parser(command: str | None = None) -> argparse.ArgumentParser:
     """The CLI parser; only ``command``'s module is imported to add its options."""
-    p = argparse.ArgumentParser(prog="python -m dataset_builder", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m dataset_builder", description="Build the VIGNETTE renders source: render, check, shard, verify; or a placeholder sample.")
     sub = p.add_subparsers(dest="command", required=True, metavar="command")
     for name, module in SUBCOMMANDS.items():
         if importlib.util.find_spec(module) is None:

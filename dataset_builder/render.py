@@ -215,9 +215,12 @@ class Renderer:
         return len(specs)
 
 
-def clean_temp_files(out: Path) -> None:
+def clean_temp_files(out: Path, keys: Sequence[str]) -> None:
+    """Remove temp files a killed run left for ``keys`` only: other processes' shares are theirs to clean."""
+    mine = set(keys)
     for tmp in out.glob(".*.tmp-*"):
-        tmp.unlink(missing_ok=True)
+        if tmp.name[1:].split(".", 1)[0] in mine:
+            tmp.unlink(missing_ok=True)
 
 
 def render_all(
@@ -232,8 +235,7 @@ def render_all(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     mine = share.take(specs)
-    if share.rank == 0:
-        clean_temp_files(out)
+    clean_temp_files(out, [s.key for s in mine])
     done = {s.key: finished_record(out, s.key) for s in mine}
     pending = [s for s in mine if done[s.key] is None]
     other = [r for r in done.values() if r is not None and

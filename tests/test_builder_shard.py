@@ -225,3 +225,52 @@ def test_cli_sample_and_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "renders/index.parquet" in capsys.readouterr().out
     assert main(["verify", str(tmp_path / "s")]) == 0
     assert "ok: all 18 index rows match" in capsys.readouterr().out
+
+
+def test_cli_shard_with_card_then_verify_over_http(renders: Path, tmp_path: Path) -> None:
+    """A source served over HTTP (with Range support, like the Hub or a CDN) verifies by ranged reads."""
+    import functools
+    import http.server
+    import threading
+
+    from dataset_builder.__main__ import main
+
+    src = tmp_path / "site" / "src"
+    assert main(["shard", str(renders), "--out", str(src), "--card", "--max-shard-mb", "0.01"]) == 0
+    assert (src / "README.md").read_text().count("config_name: renders") == 1
+    assert sorted(p.name for p in (src / "taxonomy").iterdir()) == sorted(TAXONOMY_FILES)
+
+    class RangeHandler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def send_head(self):  # type: ignore[no-untyped-def]
+            rng = self.headers.get("Range")
+            path = Path(self.translate_path(self.path))
+            if not rng or not path.is_file():
+                return super().send_head()
+            data = path.read_bytes()
+            start, _, end = rng.removeprefix("bytes=").partition("-")
+            a, b = int(start), min(int(end) if end else len(data) - 1, len(data) - 1)
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {a}-{b}/{len(data)}")
+            self.send_header("Content-Length", str(b - a + 1))
+            self.end_headers()
+            return io.BytesIO(data[a : b + 1])
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(RangeHandler, directory=str(tmp_path / "site")))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/src"
+        assert verify_source(url, progress=False) == []
+        index = pd.read_parquet(src / "renders/index.parquet")
+        row = index.iloc[5]
+        assert hashlib.sha256(read_image_bytes(url, row.shard, row.offset, row.length)).hexdigest() == row.sha256
+        # Damage one image on the server: verify over HTTP names its shard and key.
+        shard = src / row.shard
+        data = bytearray(shard.read_bytes())
+        data[row.offset + 10] ^= 0xFF
+        shard.write_bytes(bytes(data))
+        assert [(p.shard, p.key) for p in verify_source(url, progress=False)] == [(row.shard, row.key)]
+    finally:
+        server.shutdown()
