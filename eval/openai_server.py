@@ -14,6 +14,7 @@ import argparse
 import base64
 import io
 import json
+import sys
 import threading
 import time
 import uuid
@@ -196,14 +197,22 @@ def _handler(app: ChatCompletionsApp) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that timed out and hung up is expected (the adapter retries); anything else is printed.
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 class ChatServer:
     """A running server on a background thread; use as a context manager. `base_url` ends in /v1."""
 
     def __init__(self, adapter: ModelAdapter, *, host: str = "127.0.0.1", port: int = 0,
                  served_model: str | None = None, interceptor: Interceptor | None = None) -> None:
         self.app = ChatCompletionsApp(adapter, served_model or getattr(adapter, "name", "local"), interceptor)
-        self.httpd = ThreadingHTTPServer((host, port), _handler(self.app))
-        self.httpd.daemon_threads = True
+        self.httpd = _QuietServer((host, port), _handler(self.app))
         self._thread: threading.Thread | None = None
 
     @property
