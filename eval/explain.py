@@ -108,7 +108,7 @@ def _heads(ax_all: Any, ax_layer: Any, s: AttentionSummary, layer: int) -> Any:
     from matplotlib.ticker import MaxNLocator
 
     m = s.head_mass
-    im = ax_all.imshow(m, cmap="magma", aspect="auto", interpolation="nearest")
+    im = ax_all.imshow(m, cmap="magma", aspect="auto", interpolation="nearest", vmin=0)  # absolute scale
     ax_all.add_patch(Rectangle((-0.5, layer - 0.5), m.shape[1], 1, fill=False, ec="cyan", lw=1.5))
     ax_all.set_xlabel("head")
     ax_all.set_ylabel("layer")

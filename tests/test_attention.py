@@ -367,27 +367,22 @@ def test_chosen_vs_other_detects_a_gap_and_not_a_null():
     rng = np.random.default_rng(0)
     rows = []
     for identity, gap in (("chef", 0.1), ("baker", 0.0)):
-        for i in range(60):
-            chose_left = bool(i % 2)
+        for pair in range(30):
+            chose_left = bool(pair % 2)
             noise = rng.normal(0, 0.05)
-            chosen, other = 0.45 + gap / 2 + noise, 0.45 - gap / 2 - noise
-            left, right = (chosen, other) if chose_left else (other, chosen)
-            rows.append({"selected_identity": identity, "chose_left": chose_left,
-                         "attn_left_share": left, "attn_right_share": right})
-    rows.append({"selected_identity": "", "chose_left": None, "attn_left_share": .5, "attn_right_share": .5})
+            for question in range(3):  # three answers about one pair image: one unit, not three
+                chosen, other = 0.45 + gap / 2 + noise, 0.45 - gap / 2 - noise
+                left, right = (chosen, other) if chose_left else (other, chosen)
+                rows.append({"pair_id": f"{identity}{pair}", "selected_identity": identity, "chose_left": chose_left,
+                             "attn_left_share": left, "attn_right_share": right})
+    rows.append({"pair_id": "x", "selected_identity": "", "chose_left": None, "attn_left_share": .5,
+                 "attn_right_share": .5})
     res = chosen_vs_other(pd.DataFrame(rows)).set_index("identity")
-    assert list(res.index) == ["baker", "chef"]  # the refusal is not an identity
+    assert list(res.index) == ["baker", "chef", "*all*"]  # the refusal is not an identity; pooled row last
     assert res.loc["chef", "significant"] and res.loc["chef", "mean_gap"] == pytest.approx(0.1, abs=0.03)
     assert not res.loc["baker", "significant"]
-    assert res.loc["chef", "n"] == 60
-
-
-def test_seam_width_matches_vignette_composition():
-    import vignette
-
-    from eval.attention import SEAM_WIDTH
-
-    assert SEAM_WIDTH == vignette.DEFAULT_SEAM / vignette.DEFAULT_SIZE[0]
+    assert res.loc["chef", "n_answers"] == 90 and res.loc["chef", "n_pairs"] == 30
+    assert res.loc["*all*", "n_pairs"] == 60
 
 
 def test_chosen_vs_other_null_is_calibrated():
@@ -397,10 +392,20 @@ def test_chosen_vs_other_null_is_calibrated():
     rng = np.random.default_rng(1)
     n_id, n = 300, 30
     left = rng.uniform(0.3, 0.6, n_id * n)
-    d = pd.DataFrame({"selected_identity": np.repeat([f"i{k}" for k in range(n_id)], n),
+    d = pd.DataFrame({"pair_id": np.arange(n_id * n).astype(str),
+                      "selected_identity": np.repeat([f"i{k}" for k in range(n_id)], n),
                       "chose_left": rng.random(n_id * n) < 0.5, "attn_left_share": left,
                       "attn_right_share": 0.9 - left})
     res = chosen_vs_other(d)
+    res = res[res["identity"] != "*all*"]
     assert len(res) == n_id
     assert (res["p_value"] < 0.05).mean() <= 0.08
     assert res["significant"].sum() <= 3
+
+
+def test_seam_width_matches_vignette_composition():
+    import vignette
+
+    from eval.attention import SEAM_WIDTH
+
+    assert SEAM_WIDTH == vignette.DEFAULT_SEAM / vignette.DEFAULT_SIZE[0]
