@@ -33,6 +33,7 @@ ATTRIBUTE_ALIASES = {"race/ethnicity": "race", "race_ethnicity": "race", "ethnic
 REQUIRED = ("id", "image_file", "question", "reference_answer", "attribute")
 OPTIONAL = ("age_group", "gender", "race_ethnicity", "occupation", "sport", "source_outlet", "url")
 NEWS_SPLIT = "train"  # datasets' default single split; dataset_builder/card.py declares the same
+MANIFEST = "manifest.json"  # news/manifest.json: the shard file names, for sources reached by URL
 SAMPLE_OUTLET = "PLACEHOLDER SAMPLE (drawn by dataset_builder.news; not a news photo)"
 
 
@@ -215,6 +216,8 @@ def write_news(rows: list[tuple[NewsRow, bytes]], out_dir: Path, rows_per_shard:
         path = news_dir / f"{NEWS_SPLIT}-{index:05d}-of-{count:05d}.parquet"
         dataset.shard(count, index, contiguous=True).to_parquet(str(path))
         paths.append(path)
+    # A base-URL source cannot be listed over HTTP: the manifest names the shards.
+    (news_dir / MANIFEST).write_text(json.dumps({"files": [p.name for p in paths], "rows": len(records)}, indent=1))
     return paths
 
 

@@ -123,3 +123,28 @@ def test_builder_card_declares_the_same_news_config() -> None:
     from dataset_builder.card import NEWS_CONFIG
 
     assert yaml.safe_load(NEWS_CONFIG) == yaml.safe_load(news_config_yaml())
+
+
+def test_url_source_is_read_through_the_manifest(tmp_path: Path) -> None:
+    import functools
+    import http.server
+    import threading
+
+    from eval.news.data import load_news, news_items
+
+    build_news_sample(tmp_path / "src")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "src"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        remote = news_items(load_news(url))
+        local = news_items(load_news(tmp_path / "src"))
+        assert [(i.id, i.image_sha256) for i in remote] == [(i.id, i.image_sha256) for i in local]
+        (tmp_path / "src" / "news" / "manifest.json").unlink()
+        with pytest.raises(FileNotFoundError, match="manifest"):
+            load_news(url)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image
 
-from dataset_builder.news import NEWS_SPLIT
+from dataset_builder.news import MANIFEST, NEWS_SPLIT
 
 
 @dataclass(frozen=True)
@@ -29,18 +30,38 @@ class NewsItem:
 
 def load_news(source: str | Path, limit: int | None = None) -> datasets.Dataset:
     """A local folder is read straight from news/*.parquet (no `datasets` cache, which can go stale
-    offline); anything else goes through `datasets.load_dataset(source, "news")`."""
-    path = Path(source)
-    if path.is_dir():
+    offline); a base URL (http(s)://) through news/manifest.json; a Hub id or hf://datasets/ID
+    through `datasets.load_dataset(ID, "news")`."""
+    text = str(source)
+    path = Path(text)
+    if "://" not in text and path.is_dir():
         files = sorted((path / "news").glob("*.parquet"))
         if not files:
             raise FileNotFoundError(f"{path / 'news'} holds no *.parquet: build it with `python -m dataset_builder news`")
         dataset = datasets.Dataset(pa.concat_tables([pq.read_table(f) for f in files]))
+    elif text.startswith(("http://", "https://")):
+        dataset = datasets.Dataset(_read_url_source(text.rstrip("/")))
     else:
-        dataset = datasets.load_dataset(str(source), "news", split=NEWS_SPLIT)
+        dataset = datasets.load_dataset(text.removeprefix("hf://datasets/"), "news", split=NEWS_SPLIT)
     if limit is not None:
         dataset = dataset.select(range(min(limit, len(dataset))))
     return dataset
+
+
+def _read_url_source(root: str) -> pa.Table:
+    import fsspec
+
+    try:
+        with fsspec.open(f"{root}/news/{MANIFEST}") as handle:
+            names = json.load(handle)["files"]
+    except FileNotFoundError as error:
+        raise FileNotFoundError(f"{root}/news/{MANIFEST} not found: a URL source needs the manifest that "
+                                "`python -m dataset_builder news` writes") from error
+    tables = []
+    for name in names:
+        with fsspec.open(f"{root}/news/{name}") as handle:
+            tables.append(pq.read_table(handle))
+    return pa.concat_tables(tables)
 
 
 def news_items(dataset: datasets.Dataset) -> list[NewsItem]:
