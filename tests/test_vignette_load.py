@@ -193,6 +193,13 @@ def test_bad_config_and_source_names(source: Path) -> None:
     assert vignette.resolve_source("vignette") == vignette.DEFAULT_SOURCE
 
 
+def test_hub_ids_go_through_huggingface_hubs_filesystem() -> None:
+    from huggingface_hub import HfFileSystem
+
+    fs, base = vignette.Source("org/name")._filesystem()  # offline: nothing is fetched yet
+    assert isinstance(fs, HfFileSystem) and base == "datasets/org/name"
+
+
 def test_renders_config_is_plain_datasets(source: Path) -> None:
     ds = vignette.load_dataset(str(source), "renders", split="train")
     assert len(ds) == 98 and "jpg" in ds.features
