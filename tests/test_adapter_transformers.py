@@ -196,3 +196,22 @@ def test_specs(tiny_models, monkeypatch):
     except ImportError:
         with pytest.raises(ImportError, match="pip install vllm"):
             build_adapter("vllm:org/model")
+
+
+def test_seeded_sampling_draws_from_the_tempered_top_p_distribution():
+    """Gumbel-max over the processed scores, decoded greedily, samples softmax(logits / T) within top-p."""
+    from eval.adapters.transformers_adapter import _SeededSampling
+
+    logits = torch.log(torch.tensor([[0.7, 0.2, 0.1]]))
+    n = 3000
+
+    def freqs(temperature: float, top_p: float) -> list[float]:
+        picks = [int(_SeededSampling(None, [s], temperature, top_p)(None, logits.clone()).argmax()) for s in range(n)]
+        return [picks.count(k) / n for k in range(3)]
+
+    assert freqs(1.0, 1.0) == pytest.approx([0.7, 0.2, 0.1], abs=0.03)
+    assert freqs(1.0, 0.75) == pytest.approx([0.7 / 0.9, 0.2 / 0.9, 0.0], abs=0.03)  # 0.7 < 0.75: two tokens kept
+    hot = torch.softmax(logits[0] / 2.0, 0).tolist()
+    assert freqs(2.0, 1.0) == pytest.approx(hot, abs=0.03)
+    greedy = _SeededSampling(None, [0], 0.0, 0.95)(None, logits.clone())
+    assert torch.equal(greedy, logits)  # temperature 0: scores untouched, decoding is greedy

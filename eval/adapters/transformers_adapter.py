@@ -594,11 +594,16 @@ class _SeededSampling:
         self.reset()
 
     def reset(self) -> None:
-        import torch
-
         if self.constraint is not None:
             self.constraint.reset()
-        self.generators = [torch.Generator().manual_seed(s) for s in self.seeds]
+        self.generators: list[Any] = []  # made on the logits' device at the first step
+
+    def _noise(self, shape: Any, device: Any) -> Any:
+        import torch
+
+        if not self.generators:
+            self.generators = [torch.Generator(device=device).manual_seed(s) for s in self.seeds]
+        return torch.stack([torch.rand(shape[-1], generator=g, device=device) for g in self.generators])
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         import torch
@@ -613,7 +618,7 @@ class _SeededSampling:
             probs = sorted_logits.softmax(-1)
             drop = probs.cumsum(-1) - probs > self.top_p
             logits = logits.scatter(-1, order, sorted_logits.masked_fill(drop, float("-inf")))
-        uniform = torch.stack([torch.rand(logits.shape[-1], generator=g) for g in self.generators]).to(logits.device)
+        uniform = self._noise(logits.shape, logits.device)
         gumbel = -torch.log(-torch.log(uniform.clamp(1e-20, 1.0 - 1e-7)))
         return logits + gumbel
 
