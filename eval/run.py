@@ -150,16 +150,11 @@ def library_versions() -> dict[str, str]:
     return out
 
 
-def build_adapter(spec: str, seed: int) -> ModelAdapter:
-    """A model adapter from a spec: a reference responder (random, random:seed=N, always-left) or an eval.adapters.spec spec."""
-    from eval.adapters.reference import reference_adapter
-
-    adapter = reference_adapter(spec, seed)
-    if adapter is not None:
-        return adapter
+def build_adapter(spec: str, seed: int, batch_size: int) -> ModelAdapter:
+    """The adapter a model spec names (eval/adapters/spec.py); the run's seed and batch size apply where it takes them."""
     from eval.adapters.spec import build_adapter as build_model_adapter
 
-    return build_model_adapter(spec)
+    return build_model_adapter(spec, seed=seed, batch_size=batch_size)
 
 
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -222,7 +217,7 @@ def run(
         raise RunError(f"--config {settings.config!r}: expected one of {CONFIGS}")
     run_dir = Path(run_dir)
     (run_dir / LOG_DIR).mkdir(parents=True, exist_ok=True)
-    adapter = adapter or build_adapter(settings.model, settings.seed)
+    adapter = adapter or build_adapter(settings.model, settings.seed, batch_size)
     taxonomy = load_taxonomy()
     builder = QuestionBuilder(taxonomy, settings.seed, settings.paradigms, settings.variants)
     if source is None:

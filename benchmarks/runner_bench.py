@@ -1,0 +1,92 @@
+"""The runner's own cost: questions per second with the random responder, on one core.
+
+With the random responder (no model) everything measured is the runner: building questions,
+composing each pair image (two ranged reads + decode + seam blend, once per pair), mapping
+answers to response rows, and appending them to the log with flush + fsync per batch. The
+merge into responses.parquet is timed separately.
+
+    .venv/bin/python benchmarks/runner_bench.py [--pairs 60] [--out /tmp/runner_bench]
+
+Prints one table; wall and CPU time are both shown because the machine is shared (CPU time is
+what this process used; wall time includes waiting for the other processes and the disk).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dataset_builder.sample import build_sample  # noqa: E402
+from eval.merge import merge  # noqa: E402
+from eval.questions import Variants  # noqa: E402
+from eval.run import RunSettings, open_pairs, run  # noqa: E402
+
+
+def measure(source: str, out: Path, config: str, pairs: int, variants: Variants, batch_size: int) -> dict:
+    sample = None if config == "portraits" else pairs  # the sample source has 13 portrait pairs: take them all
+    settings = RunSettings(source=source, config=config, model="random", seed=0, sample=sample, variants=variants)
+    pair_source = open_pairs(settings)
+    calls = {"compose": 0, "compose_s": 0.0}
+    compose = pair_source.compose
+
+    def counted(row):  # type: ignore[no-untyped-def]
+        t = time.perf_counter()
+        image = compose(row)
+        calls["compose"] += 1
+        calls["compose_s"] += time.perf_counter() - t
+        return image
+
+    pair_source.compose = counted
+    run_dir = out / f"{config}-{len(variants.paraphrases) * len(variants.option_styles) * len(variants.modalities)}v-b{batch_size}"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    result = run(settings, run_dir, source=pair_source, batch_size=batch_size, progress=False)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    t = time.perf_counter()
+    merge(run_dir)
+    merge_s = time.perf_counter() - t
+    return {
+        "config": config, "variants": len(variants.paraphrases) * len(variants.option_styles) * len(variants.modalities),
+        "batch": batch_size, "pairs": len(pair_source.rows), "questions": result.asked, "compositions": calls["compose"],
+        "loop_qps": result.asked / result.seconds, "cpu_qps": result.asked / cpu, "wall_qps": result.asked / wall,
+        "compose_ms": 1000 * calls["compose_s"] / max(calls["compose"], 1), "merge_s": merge_s,
+    }
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--pairs", type=int, default=60, help="identity_contrast pairs (balanced sample); portraits: all 13")
+    p.add_argument("--out", type=Path, default=Path("/tmp/runner_bench"))
+    args = p.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    source = args.out / "source"
+    if not (source / "renders" / "index.parquet").exists():
+        build_sample(source)  # placeholder renders, 256x256 JPEG, composed to 672x336
+    base, every = Variants(), Variants.all()
+    rows = [
+        measure(str(source), args.out, config, args.pairs, variants, batch)
+        for config in ("identity_contrast", "portraits")
+        for variants, batch in ((base, 16), (every, 16), (every, 256))
+    ]
+    print(f"runner with the random responder, one core ({os.cpu_count()} on the machine), pairs composed to 672x336")
+    print("| config | variants | batch | pairs | questions | compositions | questions/s (loop, wall) | questions/CPU-s | compose ms/pair | merge s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['config']} | {r['variants']} | {r['batch']} | {r['pairs']} | {r['questions']} | {r['compositions']} | "
+              f"{r['loop_qps']:.0f} | {r['cpu_qps']:.0f} | {r['compose_ms']:.1f} | {r['merge_s']:.2f} |")
+    ok = all(r["compositions"] == r["pairs"] for r in rows)
+    print(f"each pair composed once for all its questions: {ok}")
+    print(f"slowest loop rate: {min(r['loop_qps'] for r in rows):.0f} questions/s (target >= 500)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
