@@ -534,13 +534,22 @@ class VignetteMetric(evaluate.Metric, metaclass=abc.ABCMeta):
 
 
 def percentile_ci(samples: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """2.5 and 97.5 percentiles over replicates (axis 0), ignoring replicates where the statistic is undefined."""
-    if samples.shape[0] == 0:
-        nan = np.full(samples.shape[1:], np.nan)
-        return nan, nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanpercentile(samples, 2.5, axis=0), np.nanpercentile(samples, 97.5, axis=0)
+    """2.5 and 97.5 percentiles over replicates (axis 0), skipping replicates where the statistic is undefined.
+
+    Same interpolation as numpy's default ("linear"); NaN where no replicate is defined.
+    """
+    s = np.sort(samples, axis=0)  # NaN sorts last
+    m = (~np.isnan(samples)).sum(axis=0)
+    cols = np.arange(s.shape[1])
+    out = []
+    for q in (0.025, 0.975):
+        pos = q * np.maximum(m - 1, 0)
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, np.maximum(m - 1, 0))
+        frac = pos - lo
+        v = s[lo, cols] * (1.0 - frac) + s[hi, cols] * frac
+        out.append(np.where(m > 0, v, np.nan))
+    return out[0], out[1]
 
 
 def collapse_groups(frame: pd.DataFrame, keys: List[str]) -> Tuple[pd.DataFrame, Optional[np.ndarray]]:
@@ -579,7 +588,7 @@ def difference_ci(frame: pd.DataFrame, cell_codes: Optional[np.ndarray], n_cells
     """95% interval for a difference: group bootstrap when groups were given, else normal (Wald)."""
     n_boot = int(opts["bootstrap_samples"])
     if cell_codes is not None and n_boot > 0:
-        reps = group_bootstrap(frame, cell_codes, n_cells, lambda *m: statistic(*m)[0], n_boot, int(opts["seed"]))
+        reps = group_bootstrap(frame, cell_codes, n_cells, lambda *m: statistic(*m, need_var=False)[0], n_boot, int(opts["seed"]))
         lo, hi = percentile_ci(reps)
         return lo, hi, f"percentile bootstrap over groups (Poisson weights, {n_boot} samples, seed {int(opts['seed'])})"
     se = np.sqrt(var)
@@ -587,10 +596,9 @@ def difference_ci(frame: pd.DataFrame, cell_codes: Optional[np.ndarray], n_cells
     return np.clip(est - Z95 * se, -100.0, 100.0), np.clip(est + Z95 * se, -100.0, 100.0), "normal (Wald) from per-answer variance; answers treated as independent"
 
 
-def safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """num / den, NaN where den == 0 (callers flag those)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+def safe_div(num: np.ndarray, den: np.ndarray, fill: float = np.nan) -> np.ndarray:
+    """num / den, `fill` where den == 0 (NaN by default: callers flag those)."""
+    return np.divide(num, den, out=np.full(np.broadcast(num, den).shape, fill), where=den > 0)
 
 
 def right_sparse(dense: np.ndarray, mat: Any) -> np.ndarray:
@@ -686,30 +694,34 @@ class PairComp(VignetteMetric):
         to_u = indicator(np.arange(n_cells), u_code, (n_cells, len(us)))
         u_to_id = indicator(np.arange(len(us)), us // n_ctx, (len(us), n_id))
 
-        def statistic(opt: np.ndarray, sel: np.ndarray, sq: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-            present = (opt > 0).astype(float)
-            rate = np.nan_to_num(safe_div(sel, opt))
-            var = cell_variance(opt, sel, sq)
-            den_w = right_sparse(present, to_pair)
-            s_w = safe_div(right_sparse(rate * present, to_pair), den_w)
-            v_w = safe_div(right_sparse(var * present, to_pair), den_w**2)
+        def statistic(opt: np.ndarray, sel: np.ndarray, sq: np.ndarray, need_var: bool = True) -> Tuple[np.ndarray, ...]:
+            present = opt > 0
+            rate = safe_div(sel, opt, 0.0)
+            den_w = right_sparse(present.astype(float), to_pair)
+            s_w = safe_div(right_sparse(rate, to_pair), den_w)
             # i1's answers per context with everyone; "without i2" removes the i2 cells from these.
-            t_o, t_s, t_q = (right_sparse(m, to_u) for m in (opt, sel, sq))
+            t_o, t_s = right_sparse(opt, to_u), right_sparse(sel, to_u)
             pres_u = (t_o > 0).astype(float)
-            r_all = np.nan_to_num(safe_div(t_s, t_o))
-            v_all = cell_variance(t_o, t_s, t_q)
-            base = [right_sparse(m, u_to_id)[:, pair_i1] for m in (r_all * pres_u, pres_u, v_all * pres_u)]
+            r_all = safe_div(t_s, t_o, 0.0)
+            base_num = right_sparse(r_all, u_to_id)[:, pair_i1]
+            base_den = right_sparse(pres_u, u_to_id)[:, pair_i1]
             w_o = t_o[:, u_code] - opt
             w_s = t_s[:, u_code] - sel
-            w_q = t_q[:, u_code] - sq
             has_w = w_o > 0.5
-            here = present > 0
-            corr = np.where(here, np.where(has_w, np.nan_to_num(safe_div(w_s, w_o)), 0.0) - r_all[:, u_code], 0.0)
-            corr_v = np.where(here, np.where(has_w, cell_variance(w_o, w_s, w_q), 0.0) - v_all[:, u_code], 0.0)
-            drop = np.where(here & ~has_w, -1.0, 0.0)
-            den_o = base[1] + right_sparse(drop, to_pair)
-            s_o = safe_div(base[0] + right_sparse(corr, to_pair), den_o)
-            v_o = safe_div(base[2] + right_sparse(corr_v, to_pair), den_o**2)
+            # A context where i1 met only i2 leaves the "without" average (drop); others swap rates.
+            corr = (safe_div(w_s, w_o, 0.0) - r_all[:, u_code]) * present
+            drop = (present & ~has_w).astype(float)
+            den_o = base_den - right_sparse(drop, to_pair)
+            s_o = safe_div(base_num + right_sparse(corr, to_pair), den_o)
+            if not need_var:
+                return (100.0 * (s_w - s_o),)
+            var = cell_variance(opt, sel, sq) * present
+            v_w = safe_div(right_sparse(var, to_pair), den_w**2)
+            t_q = right_sparse(sq, to_u)
+            v_all = cell_variance(t_o, t_s, t_q)
+            w_q = t_q[:, u_code] - sq
+            corr_v = (np.where(has_w, cell_variance(w_o, w_s, w_q), 0.0) - v_all[:, u_code]) * present
+            v_o = safe_div(right_sparse(v_all * pres_u, u_to_id)[:, pair_i1] + right_sparse(corr_v, to_pair), den_o**2)
             return 100.0 * (s_w - s_o), 1e4 * (v_w + v_o), 100.0 * s_w, 100.0 * s_o
 
         obs = [cells[v].to_numpy(float)[None, :] for v in ("offered", "selected", "selected_sq")]

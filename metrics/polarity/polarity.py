@@ -534,13 +534,22 @@ class VignetteMetric(evaluate.Metric, metaclass=abc.ABCMeta):
 
 
 def percentile_ci(samples: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-    """2.5 and 97.5 percentiles over replicates (axis 0), ignoring replicates where the statistic is undefined."""
-    if samples.shape[0] == 0:
-        nan = np.full(samples.shape[1:], np.nan)
-        return nan, nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanpercentile(samples, 2.5, axis=0), np.nanpercentile(samples, 97.5, axis=0)
+    """2.5 and 97.5 percentiles over replicates (axis 0), skipping replicates where the statistic is undefined.
+
+    Same interpolation as numpy's default ("linear"); NaN where no replicate is defined.
+    """
+    s = np.sort(samples, axis=0)  # NaN sorts last
+    m = (~np.isnan(samples)).sum(axis=0)
+    cols = np.arange(s.shape[1])
+    out = []
+    for q in (0.025, 0.975):
+        pos = q * np.maximum(m - 1, 0)
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, np.maximum(m - 1, 0))
+        frac = pos - lo
+        v = s[lo, cols] * (1.0 - frac) + s[hi, cols] * frac
+        out.append(np.where(m > 0, v, np.nan))
+    return out[0], out[1]
 
 
 def collapse_groups(frame: pd.DataFrame, keys: List[str]) -> Tuple[pd.DataFrame, Optional[np.ndarray]]:
@@ -579,7 +588,7 @@ def difference_ci(frame: pd.DataFrame, cell_codes: Optional[np.ndarray], n_cells
     """95% interval for a difference: group bootstrap when groups were given, else normal (Wald)."""
     n_boot = int(opts["bootstrap_samples"])
     if cell_codes is not None and n_boot > 0:
-        reps = group_bootstrap(frame, cell_codes, n_cells, lambda *m: statistic(*m)[0], n_boot, int(opts["seed"]))
+        reps = group_bootstrap(frame, cell_codes, n_cells, lambda *m: statistic(*m, need_var=False)[0], n_boot, int(opts["seed"]))
         lo, hi = percentile_ci(reps)
         return lo, hi, f"percentile bootstrap over groups (Poisson weights, {n_boot} samples, seed {int(opts['seed'])})"
     se = np.sqrt(var)
@@ -587,10 +596,9 @@ def difference_ci(frame: pd.DataFrame, cell_codes: Optional[np.ndarray], n_cells
     return np.clip(est - Z95 * se, -100.0, 100.0), np.clip(est + Z95 * se, -100.0, 100.0), "normal (Wald) from per-answer variance; answers treated as independent"
 
 
-def safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """num / den, NaN where den == 0 (callers flag those)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+def safe_div(num: np.ndarray, den: np.ndarray, fill: float = np.nan) -> np.ndarray:
+    """num / den, `fill` where den == 0 (NaN by default: callers flag those)."""
+    return np.divide(num, den, out=np.full(np.broadcast(num, den).shape, fill), where=den > 0)
 
 
 def right_sparse(dense: np.ndarray, mat: Any) -> np.ndarray:
@@ -691,15 +699,17 @@ class Polarity(VignetteMetric):
         to_high = indicator(rows[side], out_key[side], (n_cells, len(outs)))
         to_low = indicator(rows[~side], out_key[~side], (n_cells, len(outs)))
 
-        def statistic(opt: np.ndarray, sel: np.ndarray, sq: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        def statistic(opt: np.ndarray, sel: np.ndarray, sq: np.ndarray, need_var: bool = True) -> Tuple[np.ndarray, ...]:
             present = (opt > 0).astype(float)
-            rate = np.nan_to_num(safe_div(sel, opt))
-            var = cell_variance(opt, sel, sq)
+            rate = safe_div(sel, opt, 0.0)
+            var = cell_variance(opt, sel, sq) * present if need_var else None
             parts = []
             for mat in (to_high, to_low):
                 den = right_sparse(present, mat)
-                parts.append((safe_div(right_sparse(rate * present, mat), den), safe_div(right_sparse(var * present, mat), den**2)))
+                parts.append((safe_div(right_sparse(rate, mat), den), safe_div(right_sparse(var, mat), den**2) if need_var else None))
             (s_h, v_h), (s_l, v_l) = parts
+            if not need_var:
+                return (100.0 * (s_h - s_l),)
             return 100.0 * (s_h - s_l), 1e4 * (v_h + v_l), 100.0 * s_h, 100.0 * s_l
 
         obs = [cells[v].to_numpy(float)[None, :] for v in ("offered", "selected", "selected_sq")]
