@@ -347,6 +347,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--taxonomy", default=None, help="taxonomy folder (default: the packaged one)")
     p.add_argument("--reindex", action="store_true", help="only rebuild renders/index.parquet from the shards in --out")
     p.add_argument("--card", action="store_true", help="also copy the taxonomy and write README.md (dataset card) into --out")
+    p.add_argument("--repo-id", default=None, help="with --card: the name users load the source by (e.g. a Hub dataset id)")
+    p.add_argument("--license", default="cc-by-4.0", help="with --card: the license in the card's YAML")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -367,5 +369,5 @@ def main(args: argparse.Namespace) -> int:
         (args.out / "taxonomy").mkdir(exist_ok=True)
         for name in TAXONOMY_FILES:
             shutil.copyfile(f"{args.taxonomy or DATA_DIR}/{name}", args.out / "taxonomy" / name)
-        print(f"wrote {write_card(args.out)}")
+        print(f"wrote {write_card(args.out, args.repo_id, args.license)}")
     return 0
