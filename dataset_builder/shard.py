@@ -21,7 +21,7 @@ import tarfile
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Literal
+from typing import Collection, Iterable, Iterator, Literal
 
 import fsspec
 import pandas as pd
@@ -107,11 +107,12 @@ def _load_image(path: Path, key: str) -> Image.Image:
         raise ShardError(f"{path}: key {key!r}: image cannot be decoded ({e}); delete it and its .json, then re-run render for this key") from e
 
 
-def collect_renders(render_dir: Path, taxonomy: Taxonomy) -> list[tuple[RenderRecord, Path]]:
+def collect_renders(render_dir: Path, taxonomy: Taxonomy, skip: Collection[str] = ()) -> list[tuple[RenderRecord, Path]]:
     """Every render in a folder, validated; all problems are reported together, nothing is written.
 
     Checks: one image per key, a JSON record per image (and no record without an image),
     a well-formed record that the taxonomy plans, and an image of the recorded size.
+    Keys in ``skip`` (e.g. renders that failed ``check``) are left out before any validation.
     """
     render_dir = Path(render_dir)
     if not render_dir.is_dir():
@@ -122,13 +123,15 @@ def collect_renders(render_dir: Path, taxonomy: Taxonomy) -> list[tuple[RenderRe
         if p.name.startswith(".") or p.suffix.lower() not in INPUT_IMAGE_SUFFIXES:
             continue
         key = p.name[: -len(p.suffix)]
+        if key in skip:
+            continue
         if key in images:
             problems.append(f"{p}: duplicate key {key!r} (also {images[key].name}); keep one image per key and delete the other")
             continue
         images[key] = p
     for p in sorted(render_dir.glob("*.json")):
         key = p.name[: -len(".json")]
-        if key not in images:
+        if key not in images and key not in skip:
             problems.append(f"{p}: record for key {key!r} has no image; re-render this key or delete the record")
     out: list[tuple[RenderRecord, Path]] = []
     for key, image_path in images.items():
@@ -162,20 +165,33 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
-def _write_shard_atomically(path: Path, samples: list[tuple[str, bytes, str, bytes]]) -> None:
-    """Write ``(key, image bytes, extension, json bytes)`` samples to ``path`` via a temp file."""
-    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            with tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-                for key, image, ext, record in samples:
-                    _add(tar, f"{key}.{ext}", image)
-                    _add(tar, f"{key}.json", record)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+class _ShardWriter:
+    """A shard streamed into a hidden temp file; ``commit`` fsyncs it and renames it into place."""
+
+    def __init__(self, root: Path, name: str):
+        self.name, self.path = name, root / name
+        self.tmp = self.path.parent / f".{self.path.name}.tmp-{os.getpid()}"
+        self.file = open(self.tmp, "wb")
+        self.tar = tarfile.open(fileobj=self.file, mode="w", format=tarfile.USTAR_FORMAT)
+        self.size, self.count = 1024, 0  # 1024: the two zero blocks that end a tar
+
+    def add(self, key: str, image: bytes, ext: str, record: bytes) -> None:
+        _add(self.tar, f"{key}.{ext}", image)
+        _add(self.tar, f"{key}.json", record)
+        self.size += _member_bytes(image) + _member_bytes(record)
+        self.count += 1
+
+    def commit(self) -> str:
+        self.tar.close()
+        self.file.flush()
+        os.fsync(self.file.fileno())
+        self.file.close()
+        os.replace(self.tmp, self.path)
+        return self.name
+
+    def abort(self) -> None:
+        self.file.close()
+        self.tmp.unlink(missing_ok=True)
 
 
 def scan_shard(root: str, shard: str, with_sha: bool = True) -> list[IndexRow]:
@@ -256,12 +272,13 @@ def write_shards(
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
     taxonomy: Taxonomy | None = None,
     progress: bool = True,
+    skip: Collection[str] = (),
 ) -> ShardReport:
-    """Pack every render of ``render_dir`` not yet in a shard of ``out``; rebuild the index."""
+    """Pack every render of ``render_dir`` not yet in a shard of ``out`` (except ``skip``); rebuild the index."""
     if not 1 <= quality <= 100:
         raise ValueError(f"quality {quality} out of range 1..100")
     taxonomy = taxonomy or load_taxonomy()
-    renders = collect_renders(Path(render_dir), taxonomy)
+    renders = collect_renders(Path(render_dir), taxonomy, skip)
     out = Path(out)
     (out / "renders").mkdir(parents=True, exist_ok=True)
     kept = existing_shards(out)
@@ -290,25 +307,25 @@ def write_shards(
     for (gender, dim), items in groups.items():
         numbers = [int(SHARD_RE.match(Path(s).name)["number"]) for s in kept if Path(s).name.startswith(f"{gender}-{dim}-")]  # type: ignore[index]
         number = max(numbers, default=-1) + 1
-        batch: list[tuple[str, bytes, str, bytes]] = []
-        size = 1024  # the two zero blocks that end a tar
-        for record, path in items:
-            image = encode_image(_load_image(path, record.key), fmt, quality)
-            # The shard's record also says how its image was encoded, so the shard alone rebuilds the index.
-            body = json.dumps({**asdict(record), "format": fmt, "quality": quality}, ensure_ascii=False, sort_keys=True).encode()
-            need = _member_bytes(image) + _member_bytes(body)
-            if batch and size + need > max_shard_bytes:
-                name = shard_name(gender, dim, number)
-                _write_shard_atomically(out / name, batch)
-                written.append(name)
-                number, batch, size = number + 1, [], 1024
-            batch.append((record.key, image, ext, body))
-            size += need
-            bar.update()
-        if batch:
-            name = shard_name(gender, dim, number)
-            _write_shard_atomically(out / name, batch)
-            written.append(name)
+        writer: _ShardWriter | None = None
+        try:
+            for record, path in items:
+                image = encode_image(_load_image(path, record.key), fmt, quality)
+                # The shard's record also says how its image was encoded, so the shard alone rebuilds the index.
+                body = json.dumps({**asdict(record), "format": fmt, "quality": quality}, ensure_ascii=False, sort_keys=True).encode()
+                if writer is not None and writer.size + _member_bytes(image) + _member_bytes(body) > max_shard_bytes:
+                    written.append(writer.commit())
+                    writer, number = None, number + 1
+                if writer is None:
+                    writer = _ShardWriter(out, shard_name(gender, dim, number))
+                writer.add(record.key, image, ext, body)
+                bar.update()
+            if writer is not None:
+                written.append(writer.commit())
+                writer = None
+        finally:
+            if writer is not None:  # an error or interrupt mid-shard: no half shard is left behind
+                writer.abort()
     bar.close()
     rows = old_rows + [r for s in written for r in scan_shard(str(out), s)]
     rows.sort(key=order)
@@ -338,6 +355,18 @@ def shards_of(rows: Iterable[IndexRow]) -> list[str]:
     return sorted({r.shard for r in rows})
 
 
+def failed_in_check(table: Path, render_dir: Path) -> set[str]:
+    """Keys that failed ``check``; every render in the folder must have been checked."""
+    df = pd.read_csv(table) if Path(table).suffix == ".csv" else pd.read_parquet(table)
+    present = {p.name[: -len(p.suffix)] for p in Path(render_dir).iterdir()
+               if not p.name.startswith(".") and p.suffix.lower() in INPUT_IMAGE_SUFFIXES}
+    unchecked = sorted(present - set(df.key))
+    if unchecked:
+        raise ShardError(f"{table}: {len(unchecked)} render(s) were not checked (e.g. {unchecked[0]!r}); "
+                         f"run `python -m dataset_builder check {render_dir}` again")
+    return set(df.loc[~df.ok.astype(bool), "key"])
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("renders", type=Path, nargs="?", help="render folder (<key>.png + <key>.json), e.g. the output of `render`")
     p.add_argument("--out", type=Path, required=True, help="source folder to write renders/*.tar and renders/index.parquet into")
@@ -345,6 +374,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quality", type=int, default=90, help="encoder quality, recorded in the index (default 90)")
     p.add_argument("--max-shard-mb", type=float, default=DEFAULT_MAX_SHARD_BYTES / 1024**2, help="size cap per shard (default 512)")
     p.add_argument("--taxonomy", default=None, help="taxonomy folder (default: the packaged one)")
+    p.add_argument("--check", type=Path, default=None, help="check table (from `check`): pack only renders that passed")
     p.add_argument("--reindex", action="store_true", help="only rebuild renders/index.parquet from the shards in --out")
     p.add_argument("--card", action="store_true", help="also copy the taxonomy and write README.md (dataset card) into --out")
     p.add_argument("--repo-id", default=None, help="with --card: the name users load the source by (e.g. a Hub dataset id)")
@@ -358,7 +388,10 @@ def main(args: argparse.Namespace) -> int:
     if args.renders is None:
         raise SystemExit("shard: give the render folder (or --reindex)")
     taxonomy = load_taxonomy(args.taxonomy)
-    report = write_shards(args.renders, args.out, args.format, args.quality, int(args.max_shard_mb * 1024**2), taxonomy)
+    skip = failed_in_check(args.check, args.renders) if args.check else set()
+    for key in sorted(skip):
+        print(f"skipped (failed check): {key}")
+    report = write_shards(args.renders, args.out, args.format, args.quality, int(args.max_shard_mb * 1024**2), taxonomy, skip=skip)
     print(f"packed {report.packed} renders into {len(report.written)} new shard(s); kept {len(report.kept)}; index has {report.total} rows")
     if args.card:
         import shutil

@@ -274,3 +274,19 @@ def test_cli_shard_with_card_then_verify_over_http(renders: Path, tmp_path: Path
         assert [(p.shard, p.key) for p in verify_source(url, progress=False)] == [(row.shard, row.key)]
     finally:
         server.shutdown()
+
+
+def test_shard_packs_only_renders_that_passed_check(renders: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dataset_builder.__main__ import main
+    from dataset_builder.check import CheckSettings, check_renders, write_table
+
+    (renders / "male-religion-hindu-cooking.png").write_bytes(b"broken")  # fails check, would stop shard
+    write_table(check_renders(renders, CheckSettings(face=False, min_std=0), progress=False), tmp_path / "check.parquet")
+    assert main(["shard", str(renders), "--out", str(tmp_path / "o"), "--check", str(tmp_path / "check.parquet")]) == 0
+    assert "skipped (failed check): male-religion-hindu-cooking" in capsys.readouterr().out
+    index = pd.read_parquet(tmp_path / "o/renders/index.parquet")
+    assert len(index) == 11 and "male-religion-hindu-cooking" not in set(index.key)
+    # A render added after the check was run is refused until it is checked.
+    shutil.copyfile(renders / "male-religion-hindu-driving.png", renders / "male-religion-hindu-eating.png")
+    with pytest.raises(ShardError, match="were not checked.*male-religion-hindu-eating"):
+        main(["shard", str(renders), "--out", str(tmp_path / "o"), "--check", str(tmp_path / "check.parquet")])
