@@ -215,8 +215,28 @@ def _qwen2_vl_layout(config: Any, ip: Any, image_size: tuple[int, int]) -> Image
     return ImageLayout(config.model_type, (h, w), t.boxes(*g, patch * merge, patch * merge, image_size), g)
 
 
+def _idefics3_layout(config: Any, ip: Any, image_size: tuple[int, int]) -> ImageLayout:
+    """Idefics3 / SmolVLM: rows x cols tiles of the whole resized image, then a squashed global view.
+
+    Every resize acts on the whole image (no crop; batch padding only when images differ in size), and
+    the tiles divide the resized image exactly, so a cell's box in [0, 1] needs only rows and cols.
+    Pixel shuffle merges scale x scale patches into one token, in raster order.
+    """
+    h, w = image_size
+    side = _size(ip.max_image_size, "longest_edge")
+    if side != config.vision_config.image_size:
+        raise ValueError(f"Idefics3 max_image_size {side} differs from the vision tower's {config.vision_config.image_size}")
+    g = side // config.vision_config.patch_size // config.scale_factor
+    _, rows, cols = ip.get_number_of_image_patches(h, w, {}) if getattr(ip, "do_image_splitting", True) else (0, 0, 0)
+    r, c = np.meshgrid(np.arange(g), np.arange(g), indexing="ij")
+    cell = np.stack([c, r, c + 1, r + 1], -1).reshape(-1, 4) / g  # one view, in its own [0, 1] square
+    parts = [(cell + [j, i, j, i]) / [cols, rows, cols, rows] for i in range(rows) for j in range(cols)]
+    parts.append(cell)  # the global view: the whole image
+    return ImageLayout("idefics3", (h, w), np.vstack(parts).astype(np.float64), (g, g))
+
+
 _LAYOUTS = {"llava": _llava_layout, "llava_next": _llava_next_layout,
-            "qwen2_vl": _qwen2_vl_layout, "qwen2_5_vl": _qwen2_vl_layout}
+            "qwen2_vl": _qwen2_vl_layout, "qwen2_5_vl": _qwen2_vl_layout, "idefics3": _idefics3_layout}
 
 
 def image_layout(config: Any, image_processor: Any, image_size: tuple[int, int]) -> ImageLayout:

@@ -239,9 +239,44 @@ def test_qwen2_vl_layout_matches_processor_and_records(hw, family):
     assert s.left_share + s.seam_share + s.right_share == pytest.approx(1)
 
 
+@pytest.mark.parametrize("hw", [(56, 112), (150, 60), (40, 40), (100, 260)])
+def test_idefics3_layout_matches_processor_shuffle_and_records(hw):
+    from transformers import Idefics3Config, Idefics3ForConditionalGeneration
+    from transformers.models.idefics3.configuration_idefics3 import Idefics3VisionConfig
+    from transformers.models.idefics3.image_processing_pil_idefics3 import Idefics3ImageProcessorPil
+
+    tile, patch, scale = 56, 14, 2
+    ip = Idefics3ImageProcessorPil(size={"longest_edge": 2 * tile}, max_image_size={"longest_edge": tile})
+    vision = Idefics3VisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                  image_size=tile, patch_size=patch)
+    text = LlamaConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2, vocab_size=64)
+    torch.manual_seed(0)
+    model = Idefics3ForConditionalGeneration(Idefics3Config(
+        vision_config=vision, text_config=text, scale_factor=scale, image_token_id=60,
+        attn_implementation="eager")).eval()
+    layout = image_layout(model.config, ip, hw)
+    xs, ys, valid = _coords(ip, *hw)  # (views, tile, tile)
+    g, cell = tile // patch // scale, patch * scale
+    assert layout.n_tokens == xs.shape[0] * g * g
+    # pixel shuffle keeps merged tokens in raster order: feed patch features carrying their (row, col)
+    n = tile // patch
+    feats = torch.tensor([[(r, c) for r in range(n) for c in range(n)]], dtype=torch.float32)
+    merged = model.model.connector.pixel_shuffle(feats, scale)[0].reshape(g * g, scale * scale, 2)
+    for t in range(g * g):
+        assert (merged[t, :, 0] // scale == t // g).all() and (merged[t, :, 1] // scale == t % g).all()
+    for t in range(layout.n_tokens):
+        v, (r, c) = t // (g * g), divmod(t % (g * g), g)
+        region = np.s_[v, r * cell:(r + 1) * cell, c * cell:(c + 1) * cell]
+        _assert_inside(layout.boxes[t], xs[region], ys[region], valid[region], *hw)
+    ids = torch.tensor([[5, 6] + [60] * layout.n_tokens + [7, 8, 9]])
+    pixels = ip(Image.new("RGB", hw[::-1], (10, 10, 200)), return_tensors="pt")
+    s = record_attention(model, {"input_ids": ids, "pixel_values": pixels["pixel_values"]}, ids.shape[1] - 2, layout)
+    assert s.left_share + s.seam_share + s.right_share == pytest.approx(1) and s.nonspatial_share == 0
+
+
 def test_unsupported_family_names_the_docs():
     class Cfg:
-        model_type = "mllama"
+        model_type = "mllama"  # cross-attention to the image: no image tokens in the sequence
 
     with pytest.raises(AttentionUnavailable, match="docs/explain.md"):
         image_layout(Cfg(), None, (10, 10))
@@ -250,29 +285,29 @@ def test_unsupported_family_names_the_docs():
 # ----------------------------------------------------------------- end to end on tiny models
 
 
-@pytest.fixture(scope="module", params=["llava", "llava_next"])
+@pytest.fixture(scope="module", params=["llava", "llava_next", "idefics3", "qwen2_vl"])
 def tiny(request, tmp_path_factory):
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-
+    """The transformers adapter with record_attention=True on a tiny random model of each family."""
     from eval.adapters.tiny import build_tiny_vlm
+    from eval.adapters.transformers_adapter import TransformersAdapter
 
     # one folder per session, shared with tests/test_explain.py (building a tiny VLM costs seconds)
     path = build_tiny_vlm(request.param, tmp_path_factory.getbasetemp() / "tiny-vlm" / request.param)
-    model = AutoModelForImageTextToText.from_pretrained(path, attn_implementation="eager").eval()
-    return request.param, model, AutoProcessor.from_pretrained(path), path
+    adapter = TransformersAdapter(path, record_attention=True)
+    return request.param, adapter, adapter.model, adapter.processor
 
 
-def _inputs(processor, image, answer: str):
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Who is cooking?"}]}]
-    prompt = processor.apply_chat_template(messages, add_generation_prompt=True)
-    n_prompt = processor(images=image, text=prompt, return_tensors="pt")["input_ids"].shape[1]
-    return processor(images=image, text=prompt + answer, return_tensors="pt"), n_prompt
+def _inputs(adapter, image, answer: str):
+    """prompt + answer as one sequence, tokenized exactly as the adapter's score mode does."""
+    from eval.adapters.base import ChoiceRequest
+
+    return adapter.full_inputs(ChoiceRequest("q", image, "Who is cooking?", (answer, "other")), answer)
 
 
 def test_record_attention_end_to_end(tiny):
-    family, model, processor, _ = tiny
+    family, adapter, model, processor = tiny
     image = Image.new("RGB", (112, 56), (200, 30, 30))
-    inputs, answer_start = _inputs(processor, image, " the person on the left")
+    inputs, answer_start = _inputs(adapter, image, " the person on the left")
     layout = image_layout(model.config, processor.image_processor, (image.height, image.width))
     s = record_attention(model, inputs, answer_start, layout)
     assert s.n_answer_tokens == inputs["input_ids"].shape[1] - answer_start
@@ -301,9 +336,9 @@ def test_record_round_trips_through_json_log_and_parquet(tiny, tmp_path):
 
     from eval.attention import attention_schema
 
-    family, model, processor, _ = tiny
+    family, adapter, model, processor = tiny
     image = Image.new("RGB", (112, 56))
-    inputs, answer_start = _inputs(processor, image, " left")
+    inputs, answer_start = _inputs(adapter, image, " left")
     s = record_attention(model, inputs, answer_start, image_layout(model.config, processor.image_processor, (56, 112)))
     record = s.to_record()
     assert set(record) == set(attention_schema().names)
@@ -320,9 +355,8 @@ def test_record_round_trips_through_json_log_and_parquet(tiny, tmp_path):
 def test_transformers_adapter_hook_records_the_chosen_answer(tiny):
     """The adapter's record_attention=True puts the attn_* record into ChoiceResult.extras (image questions only)."""
     from eval.adapters.base import ChoiceRequest
-    from eval.adapters.transformers_adapter import TransformersAdapter
 
-    adapter = TransformersAdapter(tiny[3], record_attention=True)
+    adapter = tiny[1]
     options = ("the person on the left", "the person on the right")
     image, text = adapter.choose([ChoiceRequest("q0", Image.new("RGB", (112, 56)), "Who is cooking?", options),
                                   ChoiceRequest("q1", None, "Who is cooking?", options)])
@@ -332,9 +366,9 @@ def test_transformers_adapter_hook_records_the_chosen_answer(tiny):
 
 
 def test_sdpa_model_gets_an_error_naming_eager(tiny):
-    family, model, processor, _ = tiny
+    family, adapter, model, processor = tiny
     image = Image.new("RGB", (112, 56))
-    inputs, answer_start = _inputs(processor, image, " left")
+    inputs, answer_start = _inputs(adapter, image, " left")
     layout = image_layout(model.config, processor.image_processor, (56, 112))
     model.set_attn_implementation("sdpa")
     try:
