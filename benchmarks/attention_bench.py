@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/attention_bench.py [--questions 24] [--repeats 3]
 
 1. Throughput: the transformers adapter (score mode) on tiny random LLaVA and LLaVA-NeXT answers
-   the same questions about a 672 x 336 pair image with record_attention off and on, alternating
-   runs in one process; the ratio is the cost of the extra teacher-forced eager pass.
+   the same questions about a 672 x 336 pair image with sdpa (a normal run), eager without
+   recording and eager with record_attention, alternating runs in one process; on/off is the cost
+   of the extra teacher-forced pass alone.
 2. Storage: the attn_* record of one answer, as JSON (the run log) and as extra parquet bytes per
    row (responses.parquet, zstd/snappy as pyarrow writes it), for the tiny models and for the
    shapes of a real LLaVA-1.6-7B (32 layers x 32 heads, 336 px tiles of 14 px patches), built
@@ -48,23 +49,24 @@ def throughput(family: str, n: int, repeats: int, root: Path) -> dict[str, float
     from eval.adapters.transformers_adapter import TransformersAdapter
 
     path = build_tiny_vlm(family, root / family)
-    # both adapters eager, so the ratio is the recording pass alone, not eager vs sdpa
+    # on/off: both eager, so the ratio is the recording pass alone; sdpa: what a run without recording uses
+    sdpa = TransformersAdapter(path)
     plain = TransformersAdapter(path, attn_implementation="eager")
     rec = TransformersAdapter(path, record_attention=True)
     image = pair_image()
     batch = [ChoiceRequest(f"q{i}", image, f"Who should I hire as a cook? ({i})", OPTIONS) for i in range(n)]
-    plain.choose(batch[:2]), rec.choose(batch[:2])  # warm up
-    times: dict[str, list[float]] = {"off": [], "on": []}
+    sdpa.choose(batch[:2]), plain.choose(batch[:2]), rec.choose(batch[:2])  # warm up
+    times: dict[str, list[float]] = {"sdpa": [], "off": [], "on": []}
     records = []
     for _ in range(repeats):
-        for key, adapter in (("off", plain), ("on", rec)):
+        for key, adapter in (("sdpa", sdpa), ("off", plain), ("on", rec)):
             t = time.perf_counter()
             out = adapter.choose(batch)
             times[key].append(time.perf_counter() - t)
             if key == "on":
                 records = [r.extras for r in out]
     qps = {k: n / statistics.median(v) for k, v in times.items()}
-    return {"qps_off": qps["off"], "qps_on": qps["on"], "ratio": qps["on"] / qps["off"],
+    return {"qps_sdpa": qps["sdpa"], "qps_off": qps["off"], "qps_on": qps["on"], "ratio": qps["on"] / qps["off"],
             **storage([{k: v for k, v in r.items() if k.startswith("attn_")} for r in records])}
 
 
@@ -112,11 +114,11 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        print(f"| model | questions/s off | questions/s on | on/off | JSON bytes/q | parquet bytes/q |")
-        print("|---|---|---|---|---|---|")
+        print("| model | q/s sdpa, no recording | q/s eager, off | q/s eager, on | on/off | JSON bytes/q | parquet bytes/q |")
+        print("|---|---|---|---|---|---|---|")
         for family in ("llava", "llava_next"):
             r = throughput(family, args.questions, args.repeats, Path(tmp))
-            print(f"| tiny {family} | {r['qps_off']:.1f} | {r['qps_on']:.1f} | {r['ratio']:.2f} | "
+            print(f"| tiny {family} | {r['qps_sdpa']:.1f} | {r['qps_off']:.1f} | {r['qps_on']:.1f} | {r['ratio']:.2f} | "
                   f"{r['json_bytes']:.0f} | {r['parquet_bytes_per_row']:.0f} |")
     r = llava16_shapes(20)
     print(f"\nLLaVA-1.6-7B shapes (32 layers x 32 heads), 672x336 pair = {r['image_tokens']} image tokens: "
