@@ -8,7 +8,7 @@ export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test venv clean
+.PHONY: demo test venv clean bench-runner
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ venv: $(VENV)/.installed
 
 demo: venv
 	$(PY) -m eval.demo --out demo_out
+
+# The runner's own cost with the random responder (benchmarks/runner.md).
+bench-runner: venv
+	$(PY) benchmarks/runner_bench.py
 
 test: venv
 	$(PY) -m pytest -q -n 2 tests
