@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 # Bump when a builder changes, so cached folders are rebuilt instead of silently reused.
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 _STAMP = "tiny_vlm.json"
 _HIDDEN = 32  # text and vision width of every tiny model
 _VOCAB = 512
@@ -48,6 +48,7 @@ class TinyFamily:
     name: str
     special_tokens: tuple[str, ...]
     build: Callable[[Any, Path], None]  # (tokenizer, out_dir) -> writes model + processor
+    named_tokens: tuple[tuple[str, str], ...] = ()  # tokenizer attributes the processor reads, e.g. start_image_token
 
 
 def _chat_template(turn_open: str, turn_close: str, image: str, gen_prompt: str, bos: str = "") -> str:
@@ -64,7 +65,7 @@ def _chat_template(turn_open: str, turn_close: str, image: str, gen_prompt: str,
     )
 
 
-def _train_tokenizer(special: tuple[str, ...]) -> Any:
+def _train_tokenizer(special: tuple[str, ...], named: dict[str, str] | None = None) -> Any:
     """Byte-level BPE trained on a fixed corpus; special tokens first, so their ids are small and stable."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -80,7 +81,8 @@ def _train_tokenizer(special: tuple[str, ...]) -> Any:
         show_progress=False,
     )
     tok.train_from_iterator(list(_CORPUS) * 4, trainer)  # deterministic: no seed needed
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<|pad|>", bos_token="<|bos|>", eos_token="<|eos|>")
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<|pad|>", bos_token="<|bos|>", eos_token="<|eos|>",
+                                   extra_special_tokens=named or {})
 
 
 def _llama_text(tok: Any, **extra: Any) -> Any:
@@ -226,6 +228,66 @@ def _build_qwen2_5_vl(tok: Any, out: Path) -> None:
     _save(Qwen2_5_VLForConditionalGeneration(config), processor, out)
 
 
+def _build_qwen3_vl(tok: Any, out: Path, moe: bool = False) -> None:
+    from transformers import Qwen3VLProcessor
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    from .transformers_adapter import image_only_processor
+
+    # Qwen3-VL: 16 px patches, merged 2x2; 64x128 px at most -> 4x8 patches, 8 image tokens.
+    image_processor = Qwen2VLImageProcessorPil(
+        size={"shortest_edge": 64 * 64, "longest_edge": 64 * 128}, patch_size=16, merge_size=2,
+    )
+    processor = (image_only_processor("qwen3_vl") or Qwen3VLProcessor)(
+        image_processor=image_processor, tokenizer=tok, chat_template=_chat_template(**_QWEN_TEMPLATE),
+    )
+    vision = dict(depth=2, hidden_size=_HIDDEN, intermediate_size=2 * _HIDDEN, num_heads=2, patch_size=16,
+                  spatial_merge_size=2, temporal_patch_size=2, out_hidden_size=_HIDDEN, num_position_embeddings=64,
+                  deepstack_visual_indexes=[0])
+    text = dict(_qwen_text(tok), head_dim=_HIDDEN // 2)
+    text["rope_parameters"] = dict(text["rope_parameters"], mrope_interleaved=True)
+    if moe:
+        from transformers import Qwen3VLMoeConfig, Qwen3VLMoeForConditionalGeneration
+
+        text.update(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=_HIDDEN, decoder_sparse_step=1)
+        config = Qwen3VLMoeConfig(text_config=text, vision_config=vision, **_qwen_ids(tok))
+        _save(Qwen3VLMoeForConditionalGeneration(config), processor, out)
+    else:
+        from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
+
+        config = Qwen3VLConfig(text_config=text, vision_config=vision, **_qwen_ids(tok))
+        _save(Qwen3VLForConditionalGeneration(config), processor, out)
+
+
+def _build_qwen3_vl_moe(tok: Any, out: Path) -> None:
+    _build_qwen3_vl(tok, out, moe=True)
+
+
+def _build_internvl(tok: Any, out: Path) -> None:
+    from transformers import InternVLConfig, InternVLForConditionalGeneration, InternVLProcessor, Qwen2Config
+    from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import GotOcr2ImageProcessorPil
+    from transformers.models.internvl.configuration_internvl import InternVLVisionConfig
+
+    from .transformers_adapter import image_only_processor
+
+    tile, patch, downsample = 56, 14, 0.5
+    image_processor = GotOcr2ImageProcessorPil(size={"height": tile, "width": tile}, crop_to_patches=True,
+                                               max_patches=2)
+    processor = (image_only_processor("internvl") or InternVLProcessor)(
+        image_processor=image_processor, tokenizer=tok, image_seq_length=int((tile // patch) ** 2 * downsample**2),
+        chat_template=_chat_template(**dict(_QWEN_TEMPLATE, image="<IMG_CONTEXT>\n")),
+    )
+    vision = InternVLVisionConfig(hidden_size=_HIDDEN, num_hidden_layers=2, num_attention_heads=2,
+                                  intermediate_size=2 * _HIDDEN, image_size=[tile, tile], patch_size=[patch, patch])
+    text = Qwen2Config(vocab_size=len(tok), hidden_size=_HIDDEN, intermediate_size=2 * _HIDDEN, num_hidden_layers=2,
+                       num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=1024,
+                       bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    config = InternVLConfig(vision_config=vision, text_config=text, downsample_ratio=downsample,
+                            image_token_id=tok.convert_tokens_to_ids("<IMG_CONTEXT>"),
+                            image_seq_length=int((tile // patch) ** 2 * downsample**2))
+    _save(InternVLForConditionalGeneration(config), processor, out)
+
+
 def _build_idefics3(tok: Any, out: Path) -> None:
     from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3Processor
     from transformers.models.idefics3.configuration_idefics3 import Idefics3VisionConfig
@@ -260,6 +322,7 @@ def _save(model: Any, processor: Any, out: Path) -> None:
 _IDEFICS_TOKENS = ("<fake_token_around_image>", "<image>", "<end_of_utterance>", "<global-img>", "<|im_start|>") + tuple(
     f"<row_{i}_col_{j}>" for i in range(1, 7) for j in range(1, 7)
 )
+_QWEN_TOKENS = ("<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")
 FAMILIES: dict[str, TinyFamily] = {
     f.name: f
     for f in (
@@ -270,15 +333,16 @@ FAMILIES: dict[str, TinyFamily] = {
             ("<|image|>", "<|python_tag|>", "<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"),
             _build_mllama,
         ),
+        TinyFamily("qwen2_vl", _QWEN_TOKENS, _build_qwen2_vl),
+        TinyFamily("qwen2_5_vl", _QWEN_TOKENS, _build_qwen2_5_vl),
+        TinyFamily("qwen3_vl", _QWEN_TOKENS, _build_qwen3_vl),
+        TinyFamily("qwen3_vl_moe", _QWEN_TOKENS, _build_qwen3_vl_moe),
         TinyFamily(
-            "qwen2_vl",
-            ("<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"),
-            _build_qwen2_vl,
-        ),
-        TinyFamily(
-            "qwen2_5_vl",
-            ("<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"),
-            _build_qwen2_5_vl,
+            "internvl",
+            ("<|im_start|>", "<|im_end|>", "<img>", "</img>", "<IMG_CONTEXT>", "<video>"),
+            _build_internvl,
+            (("start_image_token", "<img>"), ("end_image_token", "</img>"), ("context_image_token", "<IMG_CONTEXT>"),
+             ("video_token", "<video>")),
         ),
         TinyFamily("idefics3", _IDEFICS_TOKENS, _build_idefics3),
     )
@@ -307,7 +371,7 @@ def build_tiny_vlm(family: str, out_dir: Path | str, seed: int = 0) -> Path:
     # Build beside the target and rename, so a crash never leaves a half-written model behind.
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
-        tok = _train_tokenizer(spec.special_tokens)
+        tok = _train_tokenizer(spec.special_tokens, dict(spec.named_tokens))
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             spec.build(tok, tmp)

@@ -16,6 +16,7 @@ when the request has a schema; temperature 0 is greedy.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import zlib
 from collections import defaultdict
@@ -26,38 +27,42 @@ from typing import Any, Literal
 from .base import ChoiceRequest, ChoiceResult, ModelAdapter, TextRequest, TextResult
 
 Mode = Literal["score", "generate"]
-_MROPE_TYPES = ("qwen2_vl", "qwen2_5_vl")  # 3-axis rotary positions computed by the model's get_rope_index
 
 
 # ----------------------------------------------------------------------------------- loading
 
 
 def _image_only_processor_class(base: type) -> type:
-    """`base` (Qwen2-VL's processor) without its video processor, which needs torchvision.
+    """`base` without its video processor, which needs torchvision.
 
-    Qwen2-VL/2.5-VL processors always build a video processor, and transformers' video processors
-    import torchvision; where torchvision is missing (as here) the images path still works once the
-    video slot is dropped: the attribute list is read from ``__init__``'s signature.
+    Qwen2-VL/2.5-VL/3-VL and InternVL processors always build a video processor, and
+    transformers' video processors import torchvision; where torchvision is missing (as here) the
+    image path still works once the video slot is dropped from the processor's attribute list
+    (``__init__`` keeps ``video_processor=None``).
     """
 
     class ImageOnly(base):  # type: ignore[misc,valid-type]
-        def __init__(self, image_processor: Any = None, tokenizer: Any = None, chat_template: Any = None, **kwargs: Any):
-            super().__init__(image_processor=image_processor, tokenizer=tokenizer, video_processor=None,
-                             chat_template=chat_template, **kwargs)
+        @classmethod
+        def get_attributes(cls) -> list[str]:
+            return [a for a in super().get_attributes() if a != "video_processor"]
 
     ImageOnly.__name__ = ImageOnly.__qualname__ = base.__name__  # saves and reloads as the real class
     return ImageOnly
 
 
 def image_only_processor(model_type: str) -> type | None:
-    """The processor class to use for `model_type` when torchvision is missing, else None."""
+    """The processor class to use for `model_type` when torchvision is missing and its processor
+    wants a video processor; None when the stock AutoProcessor path works."""
+    import transformers
+    from transformers.models.auto import processing_auto
     from transformers.utils import is_torchvision_available
 
-    if model_type not in _MROPE_TYPES or is_torchvision_available():
+    if is_torchvision_available():
         return None
-    import transformers
-
-    base = transformers.Qwen2VLProcessor if model_type == "qwen2_vl" else transformers.Qwen2_5_VLProcessor
+    name = processing_auto.PROCESSOR_MAPPING_NAMES.get(model_type)
+    base = getattr(transformers, name, None) if name else None
+    if base is None or "video_processor" not in inspect.signature(base.__init__).parameters:
+        return None
     return _image_only_processor_class(base)
 
 
@@ -206,6 +211,8 @@ class TransformersAdapter(ModelAdapter):
         self.chat_template = chat_template_of(self.processor)
         self.tokenizer = self.processor.tokenizer
         self.model_type = self.model.config.model_type
+        # Qwen-VL models place tokens with 3-axis rotary positions (time, height, width) from get_rope_index.
+        self._mrope = hasattr(getattr(self.model, "model", None), "get_rope_index")
         self.name = f"hf:{self.model_id}"
         self._outlines_model: Any = None
         self._constraints: dict[Any, Any] = {}
@@ -359,7 +366,7 @@ class TransformersAdapter(ModelAdapter):
         enc = self.processor(text=[p.prefix for p in prompts], images=images, padding=True, return_tensors="pt")
         enc = self._to_device(enc)
         mask = enc["attention_mask"]
-        if self.model_type in _MROPE_TYPES:
+        if self._mrope:
             pos = self._mrope_positions(enc)
             next_pos = pos.masked_fill(mask[None] == 0, -1).amax(dim=(0, 2)) + 1
         else:
@@ -395,7 +402,7 @@ class TransformersAdapter(ModelAdapter):
         cache.kv.batch_select_indices(parents)
         next_pos = cache.next_pos[parents]
         pos = next_pos[:, None] + torch.arange(n, device=dev)[None]
-        if self.model_type in _MROPE_TYPES:
+        if self._mrope:
             pos = pos[None].expand(3, -1, -1)
         kwargs: dict[str, Any] = {}
         xmask = None
