@@ -16,6 +16,9 @@ any source (hooks, output_attentions=True, or a tensor built by hand in a test).
 Conventions (docs/explain.md has the long form):
 * Query rows: answer token t was produced by the row of position t - 1, so the rows used are
   answer_start - 1 .. last - 1 (the rows LVLM-Interpret shows while generating).
+* Layers: every text decoder layer's self-attention (the image tokens are keys there); for Mllama,
+  whose text meets the image only in cross-attention layers, those layers, with the vision tokens
+  as keys.
 * Every statistic is a mean over answer tokens, then heads, then layers of the raw attention
   weights (heads that look at the image more count more); nothing is renormalised per head.
 * Image tokens map to boxes of the ORIGINAL image in [0, 1] coordinates (x right, y down),
@@ -235,7 +238,33 @@ def _idefics3_layout(config: Any, ip: Any, image_size: tuple[int, int]) -> Image
     return ImageLayout("idefics3", (h, w), np.vstack(parts).astype(np.float64), (g, g))
 
 
-_LAYOUTS = {"llava": _llava_layout, "llava_next": _llava_next_layout,
+def _mllama_layout(config: Any, ip: Any, image_size: tuple[int, int]) -> ImageLayout:
+    """Mllama: the vision keys of its cross-attention, max_image_tiles x (CLS + g x g patches).
+
+    The image is resized into the best canvas of tiles (aspect kept), padded at the bottom and right,
+    and cut into tiles in raster order; tiles past the canvas are padding (masked by the model).
+    """
+    from transformers.models.mllama.image_processing_pil_mllama import (get_image_size_fit_to_canvas,
+                                                                         get_optimal_tiled_canvas)
+
+    h, w = image_size
+    tile, patch = config.vision_config.image_size, config.vision_config.patch_size
+    if _size(ip.size, "height") != tile:
+        raise ValueError(f"Mllama image processor size {ip.size!r} differs from the vision tower's {tile}")
+    g = tile // patch
+    ch, cw = get_optimal_tiled_canvas(h, w, ip.max_image_tiles, tile)
+    t = _Affine(h, w)
+    t.resize(*get_image_size_fit_to_canvas(h, w, ch, cw, tile))
+    t.pad(0, 0, ch, cw)
+    grid = t.boxes(ch // tile * g, cw // tile * g, patch, patch, image_size).reshape(ch // tile * g, cw // tile * g, 4)
+    cls = np.full((1, 4), np.nan)
+    parts = [np.vstack([cls, grid[i * g:(i + 1) * g, j * g:(j + 1) * g].reshape(-1, 4)])
+             for i in range(ch // tile) for j in range(cw // tile)]
+    parts += [np.full((g * g + 1, 4), np.nan)] * (ip.max_image_tiles - len(parts))
+    return ImageLayout("mllama", (h, w), np.vstack(parts), (g, g))
+
+
+_LAYOUTS = {"mllama": _mllama_layout, "llava": _llava_layout, "llava_next": _llava_next_layout,
             "qwen2_vl": _qwen2_vl_layout, "qwen2_5_vl": _qwen2_vl_layout, "idefics3": _idefics3_layout}
 
 
@@ -436,19 +465,24 @@ def _to_numpy(a: Any) -> np.ndarray:
 # --------------------------------------------------------------------------- recording with a real model
 
 
-def _decoder_attention_modules(model: Any) -> list[Any]:
-    """The self-attention module of every text decoder layer (the layers whose rows we read)."""
+def _decoder_attention_modules(model: Any) -> tuple[list[Any], bool]:
+    """The attention modules whose answer rows we read, and whether they are cross-attention.
+
+    Decoder-only VLMs (LLaVA, Qwen2-VL, Idefics3): every layer's self-attention, whose keys include
+    the image tokens. Mllama: the image is not in the sequence; text meets it only in the
+    cross-attention layers, whose keys are the vision tokens themselves.
+    """
     decoder = model.get_decoder() if hasattr(model, "get_decoder") else None
     layers = getattr(decoder, "layers", None)
     if layers is None:
         raise AttentionUnavailable(f"cannot find the text decoder layers of {type(model).__name__}")
+    cross = [layer.cross_attn for layer in layers if hasattr(layer, "cross_attn")]
+    if cross:
+        return cross, True
     mods = [getattr(layer, "self_attn", None) for layer in layers]
     if any(m is None for m in mods):
-        raise AttentionUnavailable(
-            f"{type(model).__name__} has decoder layers without self-attention (cross-attention layers, as in "
-            "Mllama): its image is not in the token sequence; see docs/explain.md"
-        )
-    return mods
+        raise AttentionUnavailable(f"{type(model).__name__} has decoder layers without self-attention")
+    return mods, False
 
 
 def record_attention(
@@ -479,10 +513,14 @@ def record_attention(
     n = ids.shape[1]
     if not 1 <= answer_start < n:
         raise ValueError(f"answer_start={answer_start} must point inside the sequence of {n} tokens")
-    image_token = getattr(model.config, "image_token_id", None)
-    if image_token is None:
-        image_token = model.config.image_token_index
-    image_positions = (ids[0] == image_token).nonzero().flatten().cpu().numpy()
+    modules, cross = _decoder_attention_modules(model)
+    if cross:  # keys are the vision tokens, in the layout's order
+        image_positions = np.arange(layout.n_tokens)
+    else:
+        image_token = getattr(model.config, "image_token_id", None)
+        if image_token is None:
+            image_token = model.config.image_token_index
+        image_positions = (ids[0] == image_token).nonzero().flatten().cpu().numpy()
     query = torch.arange(answer_start - 1, n - 1)
     captured: list[Any] = []
 
@@ -490,9 +528,12 @@ def record_attention(
         weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
         if weights is None:
             raise AttentionUnavailable(f"{type(module).__name__} returned no attention weights; {EAGER_HINT}")
+        if cross and weights.shape[-1] != layout.n_tokens:
+            raise ValueError(f"cross-attention has {weights.shape[-1]} vision keys but the {layout.family} layout has "
+                             f"{layout.n_tokens}; were the layout and the inputs made by the same processor?")
         captured.append(weights[:1, :, query.to(weights.device)].detach().float().cpu())
 
-    handles = [m.register_forward_hook(hook) for m in _decoder_attention_modules(model)]
+    handles = [m.register_forward_hook(hook) for m in modules]
     try:
         with torch.no_grad():
             model(**inputs, use_cache=False)

@@ -274,9 +274,36 @@ def test_idefics3_layout_matches_processor_shuffle_and_records(hw):
     assert s.left_share + s.seam_share + s.right_share == pytest.approx(1) and s.nonspatial_share == 0
 
 
+@pytest.mark.parametrize("hw", [(56, 112), (112, 56), (40, 40), (30, 100)])
+def test_mllama_layout_matches_processor(hw):
+    from transformers import MllamaConfig
+    from transformers.models.mllama.configuration_mllama import MllamaVisionConfig
+    from transformers.models.mllama.image_processing_pil_mllama import MllamaImageProcessorPil
+
+    tile, patch = 28, 7
+    ip = MllamaImageProcessorPil(size={"height": tile, "width": tile}, max_image_tiles=4)
+    vision = MllamaVisionConfig(image_size=tile, patch_size=patch, max_num_tiles=4)
+    layout = image_layout(MllamaConfig(vision_config=vision), ip, hw)
+    xs, ys, valid = _coords(ip, *hw)  # (media, tiles, tile, tile) -> (tiles, tile, tile)
+    xs, ys, valid = xs[0], ys[0], valid[0]
+    g = tile // patch
+    assert layout.n_tokens == 4 * (g * g + 1)
+    tiles = int(ip(Image.new("RGB", hw[::-1]), return_tensors="np")["num_tiles"][0][0])
+    for k in range(4):
+        block = layout.boxes[k * (g * g + 1):(k + 1) * (g * g + 1)]
+        assert np.isnan(block[0]).all()  # the CLS token of every tile
+        if k >= tiles:
+            assert np.isnan(block).all()  # padding tiles
+            continue
+        for t in range(g * g):
+            r, c = divmod(t, g)
+            region = np.s_[k, r * patch:(r + 1) * patch, c * patch:(c + 1) * patch]
+            _assert_inside(block[1 + t], xs[region], ys[region], valid[region], *hw)
+
+
 def test_unsupported_family_names_the_docs():
     class Cfg:
-        model_type = "mllama"  # cross-attention to the image: no image tokens in the sequence
+        model_type = "paligemma"
 
     with pytest.raises(AttentionUnavailable, match="docs/explain.md"):
         image_layout(Cfg(), None, (10, 10))
@@ -285,7 +312,7 @@ def test_unsupported_family_names_the_docs():
 # ----------------------------------------------------------------- end to end on tiny models
 
 
-@pytest.fixture(scope="module", params=["llava", "llava_next", "idefics3", "qwen2_vl"])
+@pytest.fixture(scope="module", params=["llava", "llava_next", "idefics3", "qwen2_vl", "mllama"])
 def tiny(request, tmp_path_factory):
     """The transformers adapter with record_attention=True on a tiny random model of each family."""
     from eval.adapters.tiny import build_tiny_vlm
@@ -311,17 +338,24 @@ def test_record_attention_end_to_end(tiny):
     layout = image_layout(model.config, processor.image_processor, (image.height, image.width))
     s = record_attention(model, inputs, answer_start, layout)
     assert s.n_answer_tokens == inputs["input_ids"].shape[1] - answer_start
-    assert 0 < s.image_share <= 1
+    assert 0 < s.image_share <= 1 + 1e-6  # float32 softmax rows
     assert np.isfinite([s.left_share, s.right_share, s.seam_share]).all()
     assert s.left_share + s.seam_share + s.right_share == pytest.approx(1)
     for shares in zip(s.layer_left_share, s.layer_seam_share, s.layer_right_share):
         assert sum(shares) == pytest.approx(1)
-    assert s.head_mass.shape == (model.config.text_config.num_hidden_layers, model.config.text_config.num_attention_heads)
+    assert s.head_mass.shape[1] == model.config.text_config.num_attention_heads
     # the hook path gives what output_attentions=True gives on the full tensors
     with torch.no_grad():
-        full = model(**inputs, output_attentions=True).attentions
+        out = model(**inputs, output_attentions=True)
     ids = inputs["input_ids"][0]
-    image_pos = (ids == model.config.image_token_id).nonzero().flatten().numpy()
+    if family == "mllama":  # the answer meets the image only in the cross-attention layers (one tensor per layer)
+        full = [out.attentions[i] for i in model.config.text_config.cross_attention_layers]
+        image_pos = np.arange(layout.n_tokens)
+        assert s.head_mass.shape[0] == len(model.config.text_config.cross_attention_layers)
+    else:
+        full = out.attentions
+        image_pos = (ids == model.config.image_token_id).nonzero().flatten().numpy()
+        assert s.head_mass.shape[0] == model.config.text_config.num_hidden_layers
     ref = summarize(full, image_pos, layout, np.arange(answer_start - 1, len(ids) - 1))
     assert ref.left_share == pytest.approx(s.left_share, rel=1e-5)
     np.testing.assert_array_equal(ref.grid, s.grid)
