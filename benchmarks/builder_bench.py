@@ -29,6 +29,7 @@ import fsspec  # noqa: E402
 import pandas as pd  # noqa: E402
 from PIL import Image  # noqa: E402
 
+from dataset_builder.check import check_renders  # noqa: E402
 from dataset_builder.placeholder import photo_like  # noqa: E402
 from dataset_builder.records import RenderRecord, plan_renders  # noqa: E402
 from dataset_builder.render import library_versions  # noqa: E402
@@ -126,6 +127,13 @@ def main() -> None:
         print(f"{report.packed} renders in {dt:.2f} s wall, {cpu:.2f} s CPU: {report.packed / dt:.1f} renders/s wall, "
               f"{report.packed / cpu:.1f} renders/CPU-s; {out_bytes / dt / 1e6:.1f} MB/s of shard written (wall)")
         print(f"full build ({n_renders} renders) at the CPU rate: {n_renders / (report.packed / cpu) / 60:.0f} CPU-min (one process)")
+
+        print("\n## 3b. Check throughput (decode, size, blank, phash, Haar face on 512 px)")
+        t, c = time.perf_counter(), time.process_time()
+        results = check_renders(src, progress=False)
+        dt, cpu = time.perf_counter() - t, time.process_time() - c
+        print(f"{len(results)} renders in {dt:.2f} s wall, {cpu:.2f} s CPU: {len(results) / cpu:.1f} renders/CPU-s; "
+              f"full benchmark: {n_renders / (len(results) / cpu) / 60:.0f} CPU-min")
 
         print(f"\n## 4. Read one render: index offset vs scanning its tar ({args.shard_renders} renders in one shard)")
         encoded = [encode_image(im, "jpeg", 90) for im in images]

@@ -30,6 +30,9 @@ from dataset_builder.records import RecordError, RenderRecord, stable_seed
 from dataset_builder.shard import INPUT_IMAGE_SUFFIXES
 
 
+DETECT_SIDE = 512
+
+
 @dataclass(frozen=True)
 class CheckSettings:
     min_std: float = 6.0  # grey levels (0..255); below this the image is blank or near-uniform
@@ -76,6 +79,9 @@ def count_faces(image: Image.Image, min_face_fraction: float = 0.06) -> int:
     """Faces found by the frontal cascade, or else by the profile cascade facing either way."""
     import cv2
 
+    scale = min(1.0, DETECT_SIDE / max(image.size))  # faces are >= 6% of the side: 512 px suffices, and is ~4x faster than 1024
+    if scale < 1.0:
+        image = image.resize((round(image.width * scale), round(image.height * scale)), Image.Resampling.BILINEAR)
     grey = cv2.equalizeHist(np.asarray(image.convert("L")))
     side = max(24, int(min(grey.shape) * min_face_fraction))
     frontal, profile = _cascades()
