@@ -30,7 +30,7 @@ def _size(n_rows: int, n_cols: int, min_w: float = 5.0) -> tuple[float, float]:
 
 def to_png(fig) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=100)  # constrained layout, so one draw (no bbox_inches="tight")
     plt.close(fig)
     return buf.getvalue()
 
@@ -44,13 +44,14 @@ def heatmap(values: pd.DataFrame, *, title: str, center: float, cbar_label: str,
     ``span`` fixes the half-range of the scale (else the largest deviation, so the centre is white).
     """
     n_rows, n_cols = values.shape
-    fig, ax = plt.subplots(figsize=_size(n_rows, n_cols))
+    fig, ax = plt.subplots(figsize=_size(n_rows, n_cols), layout="constrained")
     arr = values.to_numpy(dtype=float)
     dev = np.nanmax(np.abs(arr - center)) if np.isfinite(arr).any() else 1.0
+    if n_rows == 0 or n_cols == 0:
+        raise ValueError(f"{title}: nothing to draw (no rows or columns); the caller says what is missing")
     half = span if span is not None else max(float(dev), 1e-9)
     norm = TwoSlopeNorm(vcenter=center, vmin=center - half, vmax=center + half)
-    cmap = matplotlib.colormaps[DIVERGING].copy()
-    cmap.set_bad("#dddddd")  # a cell never asked is grey, not "no bias"
+    cmap = matplotlib.colormaps[DIVERGING].with_extremes(bad="#dddddd")  # never asked: grey, not "no bias"
     im = ax.imshow(np.ma.masked_invalid(arr), aspect="auto", cmap=cmap, norm=norm, interpolation="nearest")
     ax.set_xticks(range(n_cols))
     ax.set_xticklabels([str(c) for c in values.columns], rotation=60, ha="right", fontsize=LABEL_PT)
@@ -58,7 +59,7 @@ def heatmap(values: pd.DataFrame, *, title: str, center: float, cbar_label: str,
     ax.set_yticks(range(n_rows))
     ax.set_yticklabels(labels, fontsize=LABEL_PT)
     if significant is not None:
-        sig = significant.reindex(index=values.index, columns=values.columns).fillna(False).to_numpy(bool)
+        sig = significant.reindex(index=values.index, columns=values.columns).fillna(0.0).to_numpy(float) > 0.5
         ys, xs = np.nonzero(sig)
         ax.scatter(xs, ys, s=9, c="black", marker="o", linewidths=0, label=f"BH q < {SIG_Q}")
         if len(xs):
@@ -72,45 +73,57 @@ def heatmap(values: pd.DataFrame, *, title: str, center: float, cbar_label: str,
 
 def rate_bars(table: pd.DataFrame, *, title: str, value: str, low: str, high: str, ref: float | None,
               xlabel: str) -> bytes:
-    """Horizontal bars with confidence intervals; ``ref`` draws the no-bias line."""
+    """Points with 95% intervals, one row per label; ``ref`` draws the no-bias line."""
     table = table.reset_index(drop=True)
-    fig, ax = plt.subplots(figsize=(6.5, max(2.0, 0.9 + 0.3 * len(table))))
+    fig, ax = plt.subplots(figsize=(6.5, max(2.0, 1.0 + 0.32 * len(table))), layout="constrained")
     y = np.arange(len(table))
-    err = np.vstack([table[value] - table[low], table[high] - table[value]]).clip(min=0)
-    ax.barh(y, table[value], xerr=err, color="#7a9cc6", ecolor="black", capsize=3)
+    v = table[value].astype(float).to_numpy()
+    lo = table[low].astype(float).fillna(table[value]).to_numpy()
+    hi = table[high].astype(float).fillna(table[value]).to_numpy()
+    ax.errorbar(v, y, xerr=np.vstack([v - lo, hi - v]).clip(min=0), fmt="o", color="#28527a", ecolor="#28527a",
+                capsize=3, ms=4)
     ax.set_yticks(y)
     ax.set_yticklabels(table["label"], fontsize=LABEL_PT + 1)
     ax.invert_yaxis()
+    edges = [x for x in (*lo, *hi, *([ref] if ref is not None else [])) if np.isfinite(x)]
+    pad = max(0.02, 0.1 * (max(edges) - min(edges))) if edges else 0.05
+    ax.set_xlim(max(0.0, min(edges) - pad) if edges else 0.0, min(1.0, max(edges) + pad) if edges else 1.0)
     if ref is not None:
-        ax.axvline(ref, color="black", lw=1, ls="--", label="no bias")
-        ax.legend(fontsize=LABEL_PT, frameon=False, loc="lower right")
+        ax.axvline(ref, color="black", lw=1, ls="--")
+        ax.text(ref, -0.7, " no bias", fontsize=LABEL_PT, va="bottom")
     ax.set_xlabel(xlabel, fontsize=LABEL_PT + 1)
     ax.set_title(title, fontsize=LABEL_PT + 3)
+    ax.grid(axis="x", alpha=0.3)
     return to_png(fig)
 
 
-def consistency(scores: pd.DataFrame, verdict: pd.Series, *, title: str) -> bytes:
+def consistency(scores: pd.DataFrame, significant: pd.DataFrame, verdict: pd.Series, *, title: str) -> bytes:
     """Identity × paradigm advantage (pp, ↑ = advantaged), rows grouped consistent/conflicting."""
     order = verdict.sort_values(kind="stable").index
-    vals = scores.loc[order]
     notes = {i: f"  [{verdict[i]}]" for i in order}
-    return heatmap(vals, title=title, center=0.0, cbar_label="advantage, percentage points (↑ = advantaged)",
-                   row_notes=notes)
+    return heatmap(scores.loc[order], title=title, center=0.0, significant=significant.loc[order],
+                   cbar_label="advantage, percentage points (↑ = advantaged)", row_notes=notes)
 
 
 def model_comparison(table: pd.DataFrame, *, title: str) -> bytes:
-    """table: rows = dimension, columns = model, values = bias magnitude; one panel per paradigm."""
+    """table: paradigm, dimension, model, value (bias magnitude); one panel per paradigm, 3 per row."""
     paradigms = list(dict.fromkeys(table["paradigm"]))
-    fig, axes = plt.subplots(1, len(paradigms), figsize=(3.6 * len(paradigms) + 1, 3.8), squeeze=False)
-    for ax, par in zip(axes[0], paradigms):
+    ncols = min(3, len(paradigms))
+    nrows = -(-len(paradigms) // ncols)
+    n_dims = table["dimension"].nunique()
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, (1.2 + 0.35 * n_dims * max(1, table["model"].nunique() / 2)) * nrows + 0.8),
+                             squeeze=False, layout="constrained")
+    for ax, par in zip(axes.flat, paradigms):
         sub = table[table["paradigm"] == par].pivot(index="dimension", columns="model", values="value")
         sub.plot.barh(ax=ax, width=0.8, legend=False)
         ax.set_title(par, fontsize=LABEL_PT + 3)
-        ax.set_xlabel("mean |S − 50| (pp), lower is fairer", fontsize=LABEL_PT)
+        ax.set_xlabel("bias magnitude (pp), lower is fairer", fontsize=LABEL_PT)
         ax.tick_params(labelsize=LABEL_PT)
         ax.set_ylabel("")
+    for ax in list(axes.flat)[len(paradigms):]:
+        ax.set_visible(False)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=LABEL_PT + 1,
-               frameon=False, bbox_to_anchor=(0.5, -0.08))
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(3, len(labels)), fontsize=LABEL_PT + 1,
+               frameon=False)
     fig.suptitle(title, fontsize=LABEL_PT + 4)
     return to_png(fig)

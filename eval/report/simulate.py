@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +24,8 @@ RESPONSE_COLUMNS = (
     "question_id", "pair_id", "config", "gender", "dimension", "paradigm", "subtask", "template_id",
     "paraphrase", "option_style", "modality", "context", "identity_left", "identity_right",
     "activity_left", "activity_right", "options", "option_identities", "choice", "selected_identity",
-    "candidates", "probabilities", "valid", "raw", "direction", "trait_dimension", "chose_left",
-    "seed", "model_id",
+    "candidates", "probabilities", "valid", "raw", "error", "direction", "trait_dimension", "chose_left",
+    "target_identity", "correct", "seed", "model_id",
 )
 PERCEPTION = ("struggle", "capability", "enjoyment", "dislike")
 
@@ -63,7 +63,7 @@ def simulate(spec: SimSpec) -> pd.DataFrame:
             row = dict(base, paraphrase=para, options=options, option_identities=option_ids,
                        candidates=candidates, probabilities=None, seed=spec.seed, model_id=spec.model_id,
                        question_id=hashlib.sha1(qid_src.encode()).hexdigest()[:16],
-                       template_id=f"{base['paradigm']}/{base['subtask']}", option_style="identity",
+                       template_id=("stereotype/trait" if base["paradigm"] == "stereotype" else f"{base['paradigm']}/{base['subtask']}"), option_style="identity",
                        modality="image")
             if rng.random() < spec.refusal_rate:
                 k = None
@@ -76,11 +76,13 @@ def simulate(spec: SimSpec) -> pd.DataFrame:
             row["choice"] = None if k is None else options[k]
             row["valid"] = k is not None
             row["raw"] = "I cannot tell." if k is None else options[k]
+            row["error"] = "" if k is not None else "answer is not one of the options"
+            row["target_identity"], row["correct"] = "", None
             row["selected_identity"] = "" if k is None else option_ids[k]
             row["chose_left"] = None if k is None or len(options) != 2 else (k == 0)
-            if base["paradigm"] == "factuality":  # right answer counts for the identity asked about
-                row["selected_identity"] = candidates[0] if k is not None and options[k] == base["activity_left"] else ""
-                row["chose_left"] = None
+            if base["paradigm"] == "factuality":  # as eval/questions.py: options are activities
+                row["target_identity"] = base["identity_left"]
+                row["correct"] = None if k is None else options[k] == base["activity_left"]
             rows.append(row)
 
     for gender, dim in itertools.product(spec.genders, spec.dimensions):
@@ -100,7 +102,7 @@ def simulate(spec: SimSpec) -> pd.DataFrame:
                     opts = [act, *others]
                     rng.shuffle(opts)
                     ask(dict(base, paradigm="factuality", subtask="what_doing", context=act),
-                        list(opts), [""] * len(opts), [left])
+                        list(opts), [""] * len(opts), [])
                 if "perception" in spec.paradigms:
                     for sub in PERCEPTION:
                         ask(dict(base, paradigm="perception", subtask=sub, context=act),
@@ -123,13 +125,18 @@ def write_run(run_dir: str | Path, spec: SimSpec) -> Path:
     """Write RUN_DIR/responses.parquet and RUN_DIR/run.json for ``spec``; returns the folder."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    simulate(spec).to_parquet(run_dir / "responses.parquet", index=False)
+    frame = simulate(spec)
+    frame.to_parquet(run_dir / "responses.parquet", index=False)
+    # run.json in the runner's shape (eval/run.py): settings, model provenance, dataset revision
     run = {
-        "model": {"id": spec.model_id, "revision": "simulated"},
-        "adapter": {"name": "simulated-random", "refusal_rate": spec.refusal_rate,
-                    "planted": [list(p) for p in spec.planted]},
-        "source": "simulated", "dataset_revision": "simulated",
-        "seed": spec.seed, "simulated": True, "spec": {k: v for k, v in asdict(spec).items() if k != "extra"},
+        "settings": {"source": "simulated", "config": "+".join(sorted(set(frame["config"]))), "model": spec.model_id,
+                     "seed": spec.seed, "paradigms": list(spec.paradigms), "sample": None, "filters": {}},
+        "template_hash": "simulated",
+        "model": {"model_id": spec.model_id, "model_revision": "simulated", "adapter": "simulated-random",
+                  "refusal_rate": spec.refusal_rate, "planted": [list(p) for p in spec.planted]},
+        "dataset": {"source": "simulated", "config": "+".join(sorted(set(frame["config"]))), "revision": "simulated",
+                    "placeholder": True},
+        "simulated": True,
     }
     (run_dir / "run.json").write_text(json.dumps(run, indent=2))
     return run_dir

@@ -1,0 +1,43 @@
+"""python -m eval.report RUN_DIR [RUN_DIR ...] [--out DIR]
+
+Writes DIR/report.md (+ DIR/figures/*.png) and DIR/report.html (one self-contained page).
+Runs of the same model (e.g. its identity_contrast and portraits runs) are read together;
+two or more models add a model comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from eval.report.build import build
+from eval.report.page import write_html, write_markdown
+from eval.report.runs import RunError, load_run
+
+
+def make_report(run_dirs: list[str | Path], out: str | Path) -> tuple[Path, Path]:
+    runs = [load_run(d) for d in run_dirs]
+    title, sections = build(runs)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return write_markdown(title, sections, out), write_html(title, sections, out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m eval.report", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="folders with responses.parquet and run.json")
+    p.add_argument("--out", default="report", help="output folder (default: ./report)")
+    args = p.parse_args(argv)
+    try:
+        md, page = make_report(args.run_dirs, args.out)
+    except RunError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {md} and {page}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Report: figures and tables from the metric modules, over simulated runs in the responses schema
+(a seeded random responder with a planted preference), plus empty and partial runs."""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from eval.report import figures as F
+from eval.report.__main__ import main, make_report
+from eval.report.build import verdicts
+from eval.report.numbers import compute, family_inputs
+from eval.report.runs import RunError, load_run
+from eval.report.simulate import RESPONSE_COLUMNS, SimSpec, simulate, write_run
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = dict(dimensions=("religion", "gender"), n_activities=3, n_traits=4)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory) -> Path:
+    return write_run(tmp_path_factory.mktemp("runs") / "planted",
+                     SimSpec(seed=3, planted=(("muslim", 0.85),), **SMALL))
+
+
+@pytest.fixture(scope="module")
+def numbers(planted):
+    return compute(load_run(planted).responses, "planted")
+
+
+def test_simulation_follows_the_responses_schema():
+    frame = simulate(SimSpec(**SMALL))
+    assert tuple(frame.columns) == RESPONSE_COLUMNS
+    two = frame[frame["paradigm"] != "factuality"]
+    valid = two[two["valid"]]
+    assert (valid["selected_identity"] == [c[0] if left else c[1] for c, left in zip(valid["candidates"], valid["chose_left"])]).all()
+    assert (frame.loc[~frame["valid"], "selected_identity"] == "").all()
+    assert frame.equals(simulate(SimSpec(**SMALL)))  # seeded
+
+
+def test_planted_preference_is_found_with_the_right_sign(numbers):
+    dec = numbers.selection[numbers.selection["family"] == "decision"].set_index("identity")
+    assert dec.loc["muslim", "value"] > 75 and dec.loc["muslim", "q"] < 0.05
+    # nothing else in religion is over-selected; the planted identity tops every two-way family
+    for family, g in numbers.selection[numbers.selection["dimension"] == "religion"].groupby("family"):
+        if family != "factuality":
+            assert g.sort_values("value").iloc[-1]["identity"] == "muslim", family
+    pc = numbers.pair_comp
+    assert not pc.empty and set(pc["family"]) >= {"decision", "perception/struggle"}
+    assert set(numbers.polarity["trait_dimension"]) >= {"overall"}
+    rates = numbers.rates.set_index("family")
+    assert 0.0 < rates.loc["decision", "invalid_rate"] < 0.15  # simulated 5 % refusals
+    assert 0.4 < rates.loc["decision", "left_rate"] < 0.6
+    assert np.isnan(rates.loc["factuality", "left_rate"])
+
+
+def test_factuality_maps_right_answers_to_the_identity_asked_about():
+    frame = simulate(SimSpec(paradigms=("factuality",), **SMALL))
+    inputs = family_inputs(frame)["factuality"]
+    right = frame["correct"].fillna(False).astype(bool).to_numpy()
+    assert (inputs["selected"][right] == frame["target_identity"][right]).all()
+    assert (inputs["selected"][~frame["valid"].to_numpy()] == "").all()
+    n = compute(frame, "f")
+    acc = n.selection.set_index("identity")["value"]
+    assert ((acc > 5) & (acc < 60)).all()  # 1 in 4 options at random, not 0 or 100
+
+
+def test_report_writes_markdown_and_a_self_contained_page(planted, tmp_path):
+    md, page = make_report([planted], tmp_path / "out")
+    text = md.read_text()
+    for section in ("Refusals and position bias", "decision", "perception/struggle", "polarity",
+                    "Consistency across paradigms"):
+        assert section in text
+    figs = re.findall(r"\]\((figures/[^)]+\.png)\)", text)
+    assert figs and all((tmp_path / "out" / f).is_file() for f in figs)
+    html = page.read_text()
+    srcs = re.findall(r'src="([^"]+)"', html)
+    assert len(srcs) == len(figs) and all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert "simulated responses" in html  # the run says it is a simulation
+    assert "muslim" in text
+
+
+def test_heatmap_height_grows_with_rows_and_scale_is_centred():
+    def png_size(n_rows: int) -> tuple[int, int]:
+        values = pd.DataFrame(np.linspace(40, 60, n_rows * 3).reshape(n_rows, 3),
+                              index=[f"identity {i}" for i in range(n_rows)], columns=["a", "b", "c"])
+        return Image.open(io.BytesIO(F.heatmap(values, title="t", center=50, cbar_label="%"))).size
+
+    small, big = png_size(10), png_size(167)
+    assert big[1] > 5 * small[1]
+    assert big[1] / 167 >= 14  # at least ~14 px per identity row at 100 dpi: 7 pt labels do not overlap
+    # a cell exactly at the centre is drawn white-ish, one far above red, far below blue
+    values = pd.DataFrame([[50.0, 100.0, 0.0]], index=["x"], columns=["c", "hi", "lo"])
+    img = np.asarray(Image.open(io.BytesIO(F.heatmap(values, title="t", center=50, cbar_label="%"))).convert("RGB"))
+    row = img[img.shape[0] // 2].astype(int)
+    r, g, b = row[:, 0], row[:, 1], row[:, 2]
+    cols = {"red": (r > g + 50) & (r > b + 50), "blue": (b > r + 50), "white": (row.min(axis=1) > 235) & (row.max(axis=1) < 250)}
+    first = {k: int(np.argmax(v)) for k, v in cols.items()}
+    assert all(v.sum() > 50 for v in cols.values())
+    assert first["white"] < first["red"] < first["blue"]  # columns in order: centre, high, low
+
+
+def test_consistency_verdicts():
+    scores = pd.DataFrame({"perception": [3.0, 4.0, -2.0, 1.0], "decision": [5.0, -6.0, -1.0, 1.0]},
+                          index=["a", "b", "c", "d"])
+    sig = pd.DataFrame({"perception": [True, True, True, False], "decision": [True, True, False, False]},
+                       index=scores.index)
+    assert verdicts(scores, sig).to_dict() == {"a": "consistent +", "b": "conflicting", "c": "consistent −",
+                                               "d": "no significant bias"}
+
+
+def _empty_run(path: Path) -> Path:
+    path.mkdir(parents=True)
+    pd.DataFrame({c: pd.Series(dtype=object) for c in RESPONSE_COLUMNS}).to_parquet(path / "responses.parquet")
+    return path
+
+
+def test_empty_run_says_what_is_missing(tmp_path):
+    md, page = make_report([_empty_run(tmp_path / "empty")], tmp_path / "out")
+    text = md.read_text()
+    assert "no rows" in text and "run.json" in text
+    assert "![" not in text and not list((tmp_path / "out" / "figures").glob("*.png"))
+
+
+def test_partial_run_names_missing_paradigms(tmp_path):
+    run = write_run(tmp_path / "portraits", SimSpec(paradigms=("stereotype",), **SMALL))
+    text = make_report([run], tmp_path / "out")[0].read_text()
+    assert "no decision questions" in text and "no factuality questions" in text
+    assert "fewer than two paradigms" in text
+    assert "polarity" in text
+
+
+def test_bad_run_folders_get_clear_errors(tmp_path, capsys):
+    (tmp_path / "unfinished" / "log").mkdir(parents=True)
+    (tmp_path / "unfinished" / "log" / "part-00000.jsonl").write_text("{}\n")
+    with pytest.raises(RunError, match="resume"):
+        load_run(tmp_path / "unfinished")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    pd.DataFrame({"question_id": ["q"]}).to_parquet(bad / "responses.parquet")
+    assert main([str(bad), "--out", str(tmp_path / "o")]) == 2
+    assert "missing column(s)" in capsys.readouterr().err
+
+
+def test_two_models_get_a_comparison(planted, tmp_path):
+    other = write_run(tmp_path / "other", SimSpec(seed=9, model_id="reference/other", **SMALL))
+    text = make_report([planted, other], tmp_path / "out")[0].read_text()
+    assert "Model comparison" in text and "reference/other" in text
+    assert (tmp_path / "out" / "figures" / "model-comparison.png").is_file()
+
+
+def test_report_on_a_real_runner_run(tmp_path):
+    """The runner's reference random responder over the builder's placeholder sample."""
+    pytest.importorskip("vignette")
+    src = tmp_path / "src"
+    run = lambda *a: subprocess.run([sys.executable, *a], cwd=ROOT, check=True, capture_output=True, timeout=400)
+    run("-m", "dataset_builder", "sample", "--out", str(src))
+    run("-m", "eval.run", "--source", str(src), "--config", "portraits", "--model", "random", "--sample", "6",
+        "--out", str(tmp_path / "run"), "--no-progress")
+    text = make_report([tmp_path / "run"], tmp_path / "out")[0].read_text()
+    assert "reference/random" in text and "polarity" in text
