@@ -27,13 +27,12 @@ import hashlib
 import io
 import json
 import logging
-import math
 import os
 import re
 import sys
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any, Iterable, Iterator, Literal, Sequence
 

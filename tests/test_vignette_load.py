@@ -227,3 +227,13 @@ def test_cli_info_and_show(source: Path, tmp_path: Path) -> None:
     assert out.returncode == 2 and "male-ability-wheelchair-grocery_shopping" in out.stderr and "missing" in out.stderr
     out = _cli("show", "identity_contrsat", "--index", "0", "--out", str(tmp_path / "x.png"), "--source", str(source))
     assert out.returncode == 2 and "Closest match: 'identity_contrast'" in out.stderr
+
+
+def test_webp_renders_compose_too(tmp_path: Path) -> None:
+    from dataset_builder.sample import build_sample
+
+    src = build_sample(tmp_path / "webp", size=96, fmt="webp", identities=("muslim", "hindu"), activities=("cooking",))
+    ds = vignette.load_dataset(str(src), "identity_contrast")
+    assert len(ds) == 2  # muslim+hindu, cooking, in each gender
+    row = ds[0]
+    assert row["image"].size == (672, 336) and row["key_left"].endswith("-cooking")
