@@ -25,7 +25,7 @@ SIG_Q = 0.05
 
 
 def _size(n_rows: int, n_cols: int, min_w: float = 5.0) -> tuple[float, float]:
-    return max(min_w, 2.8 + COL_INCH * n_cols), max(2.6, 1.6 + ROW_INCH * n_rows)
+    return max(min_w, 2.8 + COL_INCH * n_cols), max(3.2, 1.6 + ROW_INCH * n_rows)
 
 
 def to_png(fig) -> bytes:

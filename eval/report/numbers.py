@@ -144,7 +144,9 @@ EMPTY = {
 }
 
 
-def compute(frame: pd.DataFrame, model: str = "") -> Numbers:
+def compute(frame: pd.DataFrame, model: str = "", detail: bool = True) -> Numbers:
+    """All numbers of a run; ``detail=False`` skips the per-cell log-odds and PairComp (the
+    leaderboard's summaries need only rates, selection and polarity)."""
     parts = {k: [] for k in EMPTY}
     rates = []
     for family, inputs in family_inputs(frame).items():
@@ -158,8 +160,9 @@ def compute(frame: pd.DataFrame, model: str = "") -> Numbers:
         for dim, part in inputs.groupby("dimension", sort=False):
             if family != "stereotype":
                 parts["selection"].append(_selection(family, dim, part))
-            parts["log_odds"].append(_log_odds(family, dim, part, parts["cells"]))
-            if family != "factuality":
+            if detail:
+                parts["log_odds"].append(_log_odds(family, dim, part, parts["cells"]))
+            if detail and family != "factuality":
                 parts["pair_comp"].append(_pair_comp(family, dim, part))
             if family == "stereotype":
                 parts["polarity"].append(_polarity(dim, part))
@@ -209,7 +212,7 @@ def _polarity(dim: str, part: pd.DataFrame) -> pd.DataFrame | None:
 
 def summaries(frame: pd.DataFrame) -> dict[str, dict]:
     """The leaderboard's numbers per family (eval/leaderboard recomputes exactly these)."""
-    n = compute(frame)
+    n = compute(frame, detail=False)
     out: dict[str, dict] = {}
     for r in n.rates.itertuples(index=False):
         out[r.family] = {"n": int(r.n), "invalid_rate": _num(r.invalid_rate), "left_rate": _num(r.left_rate)}
