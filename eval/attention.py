@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-# Width of the seam band as a fraction of the pair image width: vignette cross-fades the two renders
-# over DEFAULT_SEAM = 32 pixels in the middle of its DEFAULT_SIZE = 672 x 336 pair (a test keeps
-# these in step); pass seam_width when a run composes its pairs differently.
-SEAM_WIDTH = 32 / 672
+# vignette cross-fades the two renders over DEFAULT_SEAM = 32 pixels in the middle of the pair at
+# any output size (a test keeps the two in step). The seam band is that many pixels of the image
+# the layout was made for, unless a call passes seam_width (a fraction of the width).
+SEAM_PIXELS = 32
 GRID = (24, 24)  # coarse grid the mean map is stored on (rows, cols over the original image)
 TOP_HEADS = 8
 EAGER_HINT = 'load the model with attn_implementation="eager"'
@@ -282,7 +282,12 @@ def image_layout(config: Any, image_processor: Any, image_size: tuple[int, int])
 # --------------------------------------------------------------------------- measures
 
 
-def region_weights(boxes: np.ndarray, seam_width: float = SEAM_WIDTH) -> np.ndarray:
+def default_seam_width(width: int) -> float:
+    """vignette's seam as a fraction of an image `width` pixels wide."""
+    return min(SEAM_PIXELS / width, 0.5)
+
+
+def region_weights(boxes: np.ndarray, seam_width: float) -> np.ndarray:
     """(tokens, 3): the fraction of each box's width in the left band, the seam band and the right band."""
     if not 0.0 <= seam_width < 1.0:
         raise ValueError(f"seam_width is a fraction of the image width in [0, 1); got {seam_width}")
@@ -405,7 +410,7 @@ def summarize(
     layout: ImageLayout,
     query_positions: Sequence[int] | np.ndarray,
     *,
-    seam_width: float = SEAM_WIDTH,
+    seam_width: float | None = None,
     grid: tuple[int, int] = GRID,
     top_k: int = TOP_HEADS,
 ) -> AttentionSummary:
@@ -413,7 +418,10 @@ def summarize(
 
     image_positions: key index of each image token, in the order of `layout.boxes`.
     query_positions: the q rows to average (the rows that produced the answer tokens).
+    seam_width: fraction of the image width; default vignette's seam on an image of layout.image_size.
     """
+    if seam_width is None:
+        seam_width = default_seam_width(layout.image_size[1])
     if not attentions or any(a is None for a in attentions):
         raise AttentionUnavailable(f"the model returned no attention weights; {EAGER_HINT} (sdpa and flash "
                                    "attention kernels never materialise them)")
@@ -491,7 +499,7 @@ def record_attention(
     answer_start: int,
     layout: ImageLayout,
     *,
-    seam_width: float = SEAM_WIDTH,
+    seam_width: float | None = None,
     grid: tuple[int, int] = GRID,
     top_k: int = TOP_HEADS,
 ) -> AttentionSummary:

@@ -474,6 +474,7 @@ def test_chosen_vs_other_null_is_calibrated():
 def test_seam_width_matches_vignette_composition():
     import vignette
 
-    from eval.attention import SEAM_WIDTH
+    from eval.attention import SEAM_PIXELS, default_seam_width
 
-    assert SEAM_WIDTH == vignette.DEFAULT_SEAM / vignette.DEFAULT_SIZE[0]
+    assert SEAM_PIXELS == vignette.DEFAULT_SEAM
+    assert default_seam_width(672) == 32 / 672 and default_seam_width(40) == 0.5
