@@ -48,9 +48,7 @@ def load_row(run_dir: Path, question_id: str) -> dict[str, Any]:
 
     parquet = run_dir / "responses.parquet"
     if parquet.exists():
-        table = pq.read_table(parquet)
-        mask = np.asarray(table.column("question_id").to_pylist()) == question_id
-        hits = table.filter(mask).to_pylist()
+        hits = pq.read_table(parquet, filters=[("question_id", "==", question_id)]).to_pylist()
         if hits:
             return hits[-1]
     rows = [r for r in read_rows(run_dir) if r.get("question_id") == question_id]
@@ -66,8 +64,8 @@ def pair_image(run_dir: Path, pair_id: str) -> Image.Image:
     import vignette
 
     settings = json.loads((run_dir / "run.json").read_text())["settings"]
-    plan = pq.read_table(run_dir / "plan.parquet", columns=["pair_id", "key_left", "key_right"]).to_pylist()
-    rows = [r for r in plan if r["pair_id"] == pair_id]
+    rows = pq.read_table(run_dir / "plan.parquet", columns=["pair_id", "key_left", "key_right"],
+                         filters=[("pair_id", "==", pair_id)]).to_pylist()
     if not rows:
         raise ExplainError(f"{run_dir}/plan.parquet has no pair {pair_id!r}")
     size = tuple(settings.get("image_size") or vignette.DEFAULT_SIZE)
