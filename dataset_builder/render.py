@@ -115,9 +115,11 @@ def model_revision(model: str, revision: str | None) -> str:
             elif p.is_file():
                 h.update(str(p.relative_to(path)).encode() + b"\0" + str(p.stat().st_size).encode())
         return f"local-sha256:{h.hexdigest()}"
-    from huggingface_hub import HfApi
+    from huggingface_hub import snapshot_download
 
-    return HfApi().model_info(model, revision=revision).sha or (revision or "")
+    # The snapshot folder is named by the commit; fetching only model_index.json resolves it
+    # online, and offline (HF_HUB_OFFLINE=1) it answers from the local cache.
+    return Path(snapshot_download(model, revision=revision, allow_patterns=["model_index.json"])).name
 
 
 def finished_record(out: Path, key: str) -> RenderRecord | None:
