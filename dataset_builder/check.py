@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -115,47 +117,57 @@ def _image_paths(render_dir: Path) -> dict[str, Path]:
             if not p.name.startswith(".") and p.suffix.lower() in INPUT_IMAGE_SUFFIXES}
 
 
-def check_renders(render_dir: Path, settings: CheckSettings = CheckSettings(), progress: bool = True) -> list[CheckResult]:
-    """Check every render in a folder; one result per image, in key order."""
-    paths = _image_paths(render_dir)
+def _inspect(item: tuple[str, Path, CheckSettings]) -> tuple[dict, int]:
+    """All per-image checks of one render: (row with its reasons, perceptual hash or -1)."""
+    key, path, settings = item
+    reasons: list[str] = []
+    record: RenderRecord | None = None
+    try:
+        record = RenderRecord.from_json((path.parent / f"{key}.json").read_bytes(), str(path.parent / f"{key}.json"))
+    except (OSError, RecordError) as e:
+        reasons.append(f"record unusable ({str(e).splitlines()[0][:120]})")
+    row = dict(key=key, image=str(path), placeholder=bool(record and record.placeholder), seed=record.seed if record else -1,
+               decodable=False, width=0, height=0, size_ok=False, grey_std=0.0, not_blank=False, phash="",
+               near_duplicate_of="", hash_distance=-1, faces=0, face_ok=False, reasons=reasons)
+    try:
+        with Image.open(path) as im:
+            im.load()
+            image = im.convert("RGB")
+    except (UnidentifiedImageError, OSError, SyntaxError) as e:
+        reasons.append(f"cannot decode ({e})")
+        return row, -1
+    row.update(decodable=True, width=image.width, height=image.height)
+    want = settings.expected_size or ((record.width, record.height) if record else None)
+    row["size_ok"] = want is not None and image.size == tuple(want)
+    if not row["size_ok"]:
+        reasons.append(f"size {image.width}x{image.height}, expected {want[0]}x{want[1]}" if want else "size unknown (no record)")
+    row["grey_std"] = float(np.asarray(image.convert("L").resize((64, 64)), dtype=np.float32).std())
+    row["not_blank"] = row["grey_std"] >= settings.min_std
+    if not row["not_blank"]:
+        reasons.append(f"blank or near-uniform (grey std {row['grey_std']:.1f} < {settings.min_std})")
+    h = _phash(image)
+    row["phash"] = f"{h:016x}"
+    if settings.face:
+        row["faces"] = count_faces(image, settings.min_face_fraction)
+        row["face_ok"] = row["faces"] > 0
+        if not row["face_ok"]:
+            reasons.append("no face found (Haar cascade)")
+    return row, h
+
+
+def check_renders(render_dir: Path, settings: CheckSettings = CheckSettings(), progress: bool = True, workers: int = 1) -> list[CheckResult]:
+    """Check every render in a folder; one result per image, in key order.
+
+    Per-image checks run in ``workers`` processes; the near-duplicate pass needs all hashes and runs after.
+    """
+    items = [(key, path, settings) for key, path in _image_paths(render_dir).items()]
     partial: list[dict] = []
     hashes: list[int] = []
-    for key, path in tqdm(paths.items(), desc="check", unit="img", disable=not progress):
-        reasons: list[str] = []
-        try:
-            record: RenderRecord | None = RenderRecord.from_json((path.parent / f"{key}.json").read_bytes(), str(path.parent / f"{key}.json"))
-        except (OSError, RecordError) as e:
-            record, _ = None, reasons.append(f"record unusable ({str(e).splitlines()[0][:120]})")
-        row = dict(key=key, image=str(path), placeholder=bool(record and record.placeholder), seed=record.seed if record else -1,
-                   decodable=False, width=0, height=0, size_ok=False, grey_std=0.0, not_blank=False, phash="",
-                   near_duplicate_of="", hash_distance=-1, faces=0, face_ok=False)
-        try:
-            with Image.open(path) as im:
-                im.load()
-                image = im.convert("RGB")
-        except (UnidentifiedImageError, OSError, SyntaxError) as e:
-            reasons.append(f"cannot decode ({e})")
-            partial.append({**row, "reasons": reasons})
-            hashes.append(-1)
-            continue
-        row.update(decodable=True, width=image.width, height=image.height)
-        want = settings.expected_size or ((record.width, record.height) if record else None)
-        row["size_ok"] = want is not None and image.size == tuple(want)
-        if not row["size_ok"]:
-            reasons.append(f"size {image.width}x{image.height}, expected {want[0]}x{want[1]}" if want else "size unknown (no record)")
-        row["grey_std"] = float(np.asarray(image.convert("L").resize((64, 64)), dtype=np.float32).std())
-        row["not_blank"] = row["grey_std"] >= settings.min_std
-        if not row["not_blank"]:
-            reasons.append(f"blank or near-uniform (grey std {row['grey_std']:.1f} < {settings.min_std})")
-        h = _phash(image)
-        row["phash"] = f"{h:016x}"
-        hashes.append(h)
-        if settings.face:
-            row["faces"] = count_faces(image, settings.min_face_fraction)
-            row["face_ok"] = row["faces"] > 0
-            if not row["face_ok"]:
-                reasons.append("no face found (Haar cascade)")
-        partial.append({**row, "reasons": reasons})
+    with ProcessPoolExecutor(workers) if workers > 1 else nullcontext() as pool:
+        mapped = pool.map(_inspect, items, chunksize=8) if pool is not None else map(_inspect, items)
+        for row, h in tqdm(mapped, total=len(items), desc="check", unit="img", disable=not progress):
+            partial.append(row)
+            hashes.append(h)
     decoded = [i for i, h in enumerate(hashes) if h >= 0]
     for i, (j, dist) in zip(decoded, near_duplicates([hashes[i] for i in decoded], settings.max_hash_distance)):
         if j >= 0:
@@ -217,6 +229,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-hash-distance", type=int, default=CheckSettings.max_hash_distance)
     p.add_argument("--no-face", action="store_true", help="skip the face check")
     p.add_argument("--size", default=None, help="expected WxH (default: each record's size)")
+    p.add_argument("--workers", type=int, default=1, help="processes for the per-image checks (default 1)")
     p.add_argument("--rerender-failures", action="store_true", help="re-render failures with a new recorded seed, then check again")
     p.add_argument("--device", default="auto", help="device for --rerender-failures")
 
@@ -227,11 +240,11 @@ def main(args: argparse.Namespace) -> int:
         w, _, h = args.size.lower().partition("x")
         size = (int(w), int(h or w))
     settings = CheckSettings(min_std=args.min_std, max_hash_distance=args.max_hash_distance, face=not args.no_face, expected_size=size)
-    results = check_renders(args.renders, settings)
+    results = check_renders(args.renders, settings, workers=args.workers)
     if args.rerender_failures and any(not r.ok for r in results):
         n = rerender_failures(args.renders, results, device=args.device)
         print(f"re-rendered {n} failure(s) with new seeds; checking again", file=sys.stderr)
-        results = check_renders(args.renders, settings)
+        results = check_renders(args.renders, settings, workers=args.workers)
     table = write_table(results, args.table or Path(args.renders) / "check.parquet")
     failed = [r for r in results if not r.ok]
     for r in failed:

@@ -74,7 +74,7 @@ def test_cli_writes_table_and_lists_failures(renders: Path, tmp_path: Path, caps
     assert "FAIL male-age-old-cooking: blank or near-uniform" in out and "11/12 renders passed" in out
     table = pd.read_csv(tmp_path / "t.csv")
     assert len(table) == 12 and table.ok.sum() == 11
-    assert main(["check", str(renders), "--no-face", "--min-std", "0"]) == 0  # thresholds are options
+    assert main(["check", str(renders), "--no-face", "--min-std", "0", "--workers", "2"]) == 0  # thresholds are options
     assert pd.read_parquet(renders / "check.parquet").ok.all()
 
 
@@ -83,3 +83,8 @@ def test_placeholders_are_not_rerendered(renders: Path) -> None:
     results = check_renders(renders, CheckSettings(face=False), progress=False)
     with pytest.raises(RecordError, match="male-age-old-cooking.*drawn placeholder"):
         rerender_failures(renders, results)
+
+
+def test_workers_give_the_same_results(renders: Path) -> None:
+    Image.new("RGB", (256, 256), (120, 120, 120)).save(renders / "male-age-old-cooking.png")
+    assert check_renders(renders, progress=False, workers=2) == check_renders(renders, progress=False)
