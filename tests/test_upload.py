@@ -156,8 +156,9 @@ def test_metrics_become_gradio_spaces(tmp_path):
 
 
 def test_real_metric_modules_stage_as_spaces(tmp_path):
-    if not any((ROOT / "metrics").glob("*/*.py")):
-        pytest.skip("metric modules not landed yet")
+    if not any((ROOT / "metrics").glob("*/*.py")) or not all(
+            (p.parent / "README.md").is_file() for p in (ROOT / "metrics").glob("*/*.py")):
+        pytest.skip("metric modules or their cards not landed yet")
     steps = metrics_plan(ROOT / "metrics", "vignette-bench", tmp_path / "stage")
     spaces = [s.repo_id for s in steps if isinstance(s, CreateRepo)]
     assert spaces and all(s.startswith("vignette-bench/") for s in spaces)
@@ -209,3 +210,28 @@ def test_missing_token_is_a_clear_error(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))  # no saved login there
     code = main(["metrics", "--repo", "me", "--metrics-dir", str(_metrics_dir(tmp_path))])
     assert code == 2 and "HF_TOKEN" in capsys.readouterr().err
+
+
+def test_results_plan_uploads_validated_entries_with_their_responses(tmp_path):
+    from eval.leaderboard.entry import create, write_entry
+    from eval.report.simulate import SimSpec, write_run
+    from upload.results import results_plan
+
+    run = write_run(tmp_path / "runs" / "a", SimSpec(dimensions=("religion",), genders=("female",), n_activities=2,
+                                                       n_traits=2, paradigms=("decision",)))
+    entries = tmp_path / "entries"
+    entry = create(run, by="me", entry_path=entries / "x.json")
+    write_entry(entry, entries / "x.json")
+    steps = results_plan(entries, "org/vignette-results", stage=tmp_path / "stage")
+    upload = steps[-1]
+    eid = entry["entry_id"]
+    assert set(upload.paths) == {"README.md", f"entries/{eid}.json", f"runs/{eid}/responses.parquet"}
+    staged = __import__("json").loads((tmp_path / "stage" / "entries" / f"{eid}.json").read_text())
+    assert staged["responses"]["location"] == f"hf://datasets/org/vignette-results/runs/{eid}/responses.parquet"
+    assert staged["responses"]["sha256"] == sha256_file(tmp_path / "stage" / "runs" / eid / "responses.parquet")
+    assert dataset_files(tmp_path / "stage") == sorted(upload.paths)  # the card describes exactly these files
+    # an entry with an edited number is refused, nothing is staged for it
+    entry["metrics"]["decision"]["n_significant"] += 3
+    write_entry(entry, entries / "x.json")
+    with pytest.raises(UploadError, match="metrics.decision.n_significant"):
+        results_plan(entries, "org/vignette-results", stage=tmp_path / "stage2")

@@ -1,8 +1,9 @@
-"""python -m upload {dataset,metrics,results} --repo ID [--dry-run]
+"""python -m upload {dataset,metrics,results} --repo ID [--dry-run]   |   python -m upload card --source DIR
 
 dataset  SOURCE folder (card + taxonomy + renders + index) -> a Hub dataset repo
 metrics  metrics/<name>/ -> one gradio Space per metric, OWNER/<name>
-results  leaderboard entries + the responses they cite -> a Hub dataset repo
+results  leaderboard entries (validated) + the responses they cite -> a Hub dataset repo
+card     complete SOURCE/README.md with cards/dataset_card_sections.md (local only)
 
 The token comes from HF_TOKEN or the saved Hub login (huggingface_hub.get_token); it is handed
 to HfApi and never printed, logged or written.
@@ -43,14 +44,24 @@ def _listing(api, repo_id: str, repo_type: str, consult: bool):
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m upload", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("target", choices=("dataset", "metrics", "results"))
-    p.add_argument("--repo", required=True, help="dataset repo id (dataset, results) or owner (metrics)")
-    p.add_argument("--source", default=None, help="dataset: the source folder; results: the leaderboard folder")
+    p.add_argument("target", choices=("dataset", "metrics", "results", "card"))
+    p.add_argument("--repo", help="dataset repo id (dataset, results) or owner (metrics)")
+    p.add_argument("--source", default=None, help="dataset, card: the source folder; results: the entries folder "
+                                                  "(default leaderboard/entries)")
     p.add_argument("--metrics-dir", default="metrics")
     p.add_argument("--stage", default=None, help="folder for staged Space files (default: a temp folder)")
     p.add_argument("--private", action="store_true")
     p.add_argument("--dry-run", action="store_true", help="print the plan and stop; writes nothing to the Hub")
     args = p.parse_args(argv)
+    if args.target == "card":
+        from upload.card import complete_card
+
+        if not args.source:
+            p.error("card: give --source DIR")
+        print(f"wrote {complete_card(Path(args.source))}")
+        return 0
+    if not args.repo:
+        p.error(f"{args.target}: --repo is required")
     try:
         api = _api(args.dry_run)
         consult = not args.dry_run or api.token is not None
@@ -67,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from upload.results import results_plan
 
-            steps = results_plan(Path(args.source or "leaderboard"), args.repo, private=args.private,
+            steps = results_plan(Path(args.source or "leaderboard/entries"), args.repo, private=args.private,
+                                 stage=Path(args.stage) if args.stage else None,
                                  remote=_listing(api, args.repo, "dataset", consult))
         print(("DRY RUN — nothing is sent. " if args.dry_run else "") + f"Plan ({len(steps)} steps):")
         print(describe(steps))
