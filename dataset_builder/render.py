@@ -239,6 +239,11 @@ def render_all(
     mine = share.take(specs)
     clean_temp_files(out, [s.key for s in mine])
     done = {s.key: finished_record(out, s.key) for s in mine}
+    stale = [s.key for s in mine if done[s.key] is not None and done[s.key].prompt != s.prompt]  # type: ignore[union-attr]
+    if stale:
+        # The taxonomy changed the prompt: the old image does not show what the key now means.
+        print(f"warning: {len(stale)} render(s) have an outdated prompt (e.g. {stale[0]}); re-rendering them", file=sys.stderr)
+        done.update({k: None for k in stale})
     pending = [s for s in mine if done[s.key] is None]
     other = [r for r in done.values() if r is not None and
              (r.model_id, r.steps, r.guidance, r.width, r.height) != (settings.model, settings.steps, settings.guidance, settings.width, settings.height)]

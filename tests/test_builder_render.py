@@ -124,3 +124,14 @@ def test_check_rerenders_failures_with_a_new_recorded_seed(tiny_flux: Path, tmp_
 
     render_all([replace(spec, seed=rec.seed)], tmp_path / "again", _settings(tiny_flux), progress=False)
     assert (tmp_path / "again" / f"{spec.key}.png").read_bytes() == (out / f"{spec.key}.png").read_bytes()
+
+
+def test_a_render_with_an_outdated_prompt_is_redone(tiny_flux: Path, tmp_path: Path) -> None:
+    specs = plan_renders(load_taxonomy(), dimensions=["gender"], activities=["cooking"], portraits=False)
+    out = tmp_path / "p"
+    render_all(specs, out, _settings(tiny_flux), progress=False)
+    path = out / f"{specs[0].key}.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "prompt": "an older wording"}))
+    report = render_all(specs, out, _settings(tiny_flux), progress=False)
+    assert (report.already_done, report.rendered) == (1, 1)
+    assert json.loads(path.read_text())["prompt"] == specs[0].prompt
