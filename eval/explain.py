@@ -86,7 +86,8 @@ def _overlay(ax: Any, image: Image.Image, s: AttentionSummary) -> None:
     # min-max scaled, as attention overlays usually are: the colours show where, the title says how much
     ax.imshow((h - h.min()) / span if span > 0 else h * 0, cmap="jet", alpha=0.45, vmin=0, vmax=1)
     _bands(ax, image.width, s.seam_width)
-    ax.set_title(f"overlay (min-max scaled): left {s.left_share:.2f} · seam {s.seam_share:.2f} · "
+    ratio = f"{h.max() / h.min():.3f}" if h.min() > 0 else "inf"  # a flat map looks as contrasted as a sharp one
+    ax.set_title(f"overlay (min-max scaled, max/min {ratio}): left {s.left_share:.2f} · seam {s.seam_share:.2f} · "
                  f"right {s.right_share:.2f}", fontsize=9)
     ax.axis("off")
 
@@ -184,8 +185,8 @@ def explain(
     else:
         axes[0].text(0.5, 0.5, "pair image unavailable", ha="center", va="center")
         axes[0].axis("off")
-    _mean_map(axes[1], s, aspect)
-    _heads(axes[2], axes[3], s, layer)
+    fig.colorbar(_mean_map(axes[1], s, aspect), ax=axes[1], shrink=0.7)
+    fig.colorbar(_heads(axes[2], axes[3], s, layer), ax=axes[2], shrink=0.7)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     combined = out_dir / f"{safe}-panels.png"
