@@ -11,9 +11,9 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Sequence
+from typing import Any, Callable, Literal, Sequence
 
-from dataset_builder.taxonomy import GENDERS, Gender, Taxonomy, slug
+from dataset_builder.taxonomy import GENDERS, Taxonomy, slug
 
 Kind = Literal["activity", "portrait"]
 PORTRAIT = "portrait"
@@ -205,6 +205,3 @@ def read_record(path: Path, taxonomy: Taxonomy | None = None) -> RenderRecord:
         validate_record(rec, taxonomy, str(path))
     return rec
 
-
-def keys_of(specs: Iterable[RenderSpec]) -> list[str]:
-    return [s.key for s in specs]

@@ -21,7 +21,7 @@ import tarfile
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Collection, Iterable, Iterator, Literal
+from typing import Collection, Literal
 
 import fsspec
 import pandas as pd
@@ -343,16 +343,6 @@ def read_image_bytes(root: str, shard: str, offset: int, length: int) -> bytes:
     """One render's image bytes with one ranged read (local folder or any fsspec URL)."""
     fs, path = fsspec.core.url_to_fs(f"{str(root).rstrip('/')}/{shard}")
     return fs.cat_file(path, start=offset, end=offset + length)
-
-
-def iter_index(root: str) -> Iterator[IndexRow]:
-    with fsspec.open(f"{str(root).rstrip('/')}/{INDEX_PATH}", "rb") as f:
-        for rec in pd.read_parquet(f).to_dict("records"):
-            yield IndexRow(**rec)
-
-
-def shards_of(rows: Iterable[IndexRow]) -> list[str]:
-    return sorted({r.shard for r in rows})
 
 
 def failed_in_check(table: Path, render_dir: Path) -> set[str]:
