@@ -195,6 +195,46 @@ def explain(
     return Explained(question_id, tuple(paths), combined, note)
 
 
+def attention_section(run_dir: str | Path, examples: int = 2) -> Any:
+    """A report Section (eval.report.page) for a run that recorded attention, else None.
+
+    Mean left / seam / right shares, the chosen-versus-other test per identity, the mean shares
+    per layer, and the panels of the `examples` answers with the most unequal left/right attention.
+    """
+    import tempfile
+
+    import pandas as pd
+
+    from eval.attention import chosen_vs_other
+    from eval.report.page import Figure, Section, fig_name
+
+    run_dir = Path(run_dir)
+    path = run_dir / "responses.parquet"
+    if not path.exists():
+        return None
+    rows = pd.read_parquet(path)
+    if "attn_left_share" not in rows or rows["attn_left_share"].isna().all():
+        return None
+    a = rows[rows["attn_left_share"].notna()]
+    s = Section("Where the model looked (answer-to-image attention)", level=3)
+    s.paragraphs.append(
+        f"{len(a)} image answers with an attention record. Mean share of the answer's attention on the image "
+        f"{a['attn_image_share'].mean():.3f}; of that, left {a['attn_left_share'].mean():.3f}, seam "
+        f"{a['attn_seam_share'].mean():.3f}, right {a['attn_right_share'].mean():.3f} (docs/explain.md).")
+    s.tables.append(("Attention on the chosen person minus the other, per chosen identity (sign test over "
+                     "pairs, Benjamini-Hochberg q)", chosen_vs_other(rows).round(4)))
+    layers = pd.DataFrame({k: np.mean(np.stack(a[f"attn_layer_{k}_share"].to_numpy()), axis=0)
+                           for k in ("left", "seam", "right")}).rename_axis("layer").reset_index().round(4)
+    s.tables.append(("Mean attention shares per layer", layers))
+    gap = (a["attn_left_share"] - a["attn_right_share"]).abs()
+    with tempfile.TemporaryDirectory() as tmp:
+        for qid in a.assign(gap=gap).sort_values(["gap", "question_id"], ascending=[False, True])["question_id"][:examples]:
+            done = explain(run_dir, qid, out=tmp)
+            caption = f"question {qid}: overlay, mean map, heads" + (f" ({done.image_note})" if done.image_note else "")
+            s.figures.append(Figure(fig_name("attention", qid), caption, done.combined.read_bytes()))
+    return s
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m eval.explain", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -124,3 +124,21 @@ def test_demo_run_with_attention_recording_end_to_end(tmp_path, tmp_path_factory
     out = explain(tmp_path / "run", image_rows[0]["question_id"], out=tmp_path / "png")
     assert out.image_note == "" and [p.name.rsplit("-", 1)[1] for p in out.panels] == ["overlay.png", "mean.png",
                                                                                          "heads.png"]
+    # and the report's section for the run: tables and one figure of the most unequal answer
+    from eval.explain import attention_section
+
+    section = attention_section(tmp_path / "run", examples=1)
+    assert len(section.figures) == 1 and section.figures[0].png.startswith(b"\x89PNG")
+    titles = [t for t, _ in section.tables]
+    assert any("chosen person" in t for t in titles) and any("per layer" in t for t in titles)
+    layers = dict(section.tables)["Mean attention shares per layer"]
+    assert len(layers) == 2 and np.allclose(layers[["left", "seam", "right"]].sum(axis=1), 1, atol=1e-3)
+
+
+def test_attention_section_is_none_without_records(tmp_path):
+    from eval.explain import attention_section
+
+    assert attention_section(tmp_path) is None  # no responses yet
+    pq.write_table(pa.Table.from_pylist([{"question_id": "q", "pair_id": "p", "context": "", "choice": "a"}],
+                                        schema=BASE), tmp_path / "responses.parquet")
+    assert attention_section(tmp_path) is None  # a run without record_attention
