@@ -20,11 +20,13 @@ import platform
 import socket
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
+from itertools import chain
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -211,6 +213,7 @@ def run(
     batch_size: int = 16,
     retry_invalid: bool = False,
     progress: bool = True,
+    prefetch: int = 2,
 ) -> RunResult:
     """Ask every planned question of this shard that has no answer yet; merge when all shards are done."""
     if settings.config not in CONFIGS:
@@ -267,7 +270,8 @@ def run(
         writer.append(q.response(r, model_id) for q, r in zip(questions, results))
         bar.update(len(batch))
 
-    try:
+    def work() -> Iterator[tuple[dict[str, Any], list[Question]]]:
+        """Pairs with unanswered questions, in plan order, with those questions."""
         for i, pair_id in enumerate(pair_ids):
             if done_per_pair[pair_id] >= per_pair and per_pair:
                 continue  # whole pair answered: neither rebuild its questions nor compose its image
@@ -277,20 +281,39 @@ def run(
                 raise RunError(f"pair {pair_id}: {len(questions)} questions where every {settings.config} pair has {per_pair}; "
                                f"this is a bug in eval/questions.py")
             todo = [q for q in questions if q.question_id not in done]
-            if not todo:
-                continue
-            image = None
-            if any(q.modality == "image" for q in todo):
-                image = source.compose(row)
-                composed += 1
-            pending += [(q, image if q.modality == "image" else None) for q in todo]
-            while len(pending) >= batch_size:
-                ask(pending[:batch_size])
-                asked += batch_size
-                del pending[:batch_size]
-        if pending:
-            ask(pending)
-            asked += len(pending)
+            if todo:
+                yield row, todo
+
+    def answer_pairs(pool: ThreadPoolExecutor) -> None:
+        # Images of the next pairs are composed on a worker thread while the model answers the current
+        # batch (PIL decodes and resizes without the GIL); questions are still asked and logged in plan order.
+        nonlocal asked, composed
+        lookahead: deque[tuple[list[Question], Future | None]] = deque()
+        try:
+            for row, todo in chain(work(), [(None, [])]):
+                if row is not None:
+                    needs_image = any(q.modality == "image" for q in todo)
+                    lookahead.append((todo, pool.submit(source.compose, row) if needs_image else None))
+                while lookahead and (len(lookahead) > prefetch or row is None):
+                    todo, future = lookahead.popleft()
+                    image = future.result() if future is not None else None
+                    composed += future is not None
+                    pending.extend((q, image if q.modality == "image" else None) for q in todo)
+                    while len(pending) >= batch_size:
+                        ask(pending[:batch_size])
+                        asked += batch_size
+                        del pending[:batch_size]
+            if pending:
+                ask(pending)
+                asked += len(pending)
+        finally:  # after an error, compose nothing more
+            for _, future in lookahead:
+                if future is not None:
+                    future.cancel()
+
+    try:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="compose") as pool:
+            answer_pairs(pool)
     finally:
         writer.close()
         bar.close()
@@ -340,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--image-size", default="672x336", help="composed pair image WIDTHxHEIGHT (default: the paper's 672x336)")
     p.add_argument("--seed", type=int, default=0, help="seed of option order, distractors and the sample")
     p.add_argument("--shard", help="i/N: this process takes the i-th of N shares (default RANK/WORLD_SIZE)")
+    p.add_argument("--prefetch", type=int, default=2, help="pair images composed ahead on a worker thread while the model answers (0: none)")
     p.add_argument("--retry-invalid", action="store_true", help="re-ask questions whose recorded answer is invalid")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
@@ -351,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
             image_size=_parse_size(args.image_size),
         )
         result = run(settings, args.out, shard=Shard.resolve(args.shard), batch_size=args.batch_size,
-                     retry_invalid=args.retry_invalid, progress=not args.no_progress)
+                     retry_invalid=args.retry_invalid, progress=not args.no_progress, prefetch=args.prefetch)
     except (RunError, MergeError, ValueError, LookupError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

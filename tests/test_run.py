@@ -186,3 +186,28 @@ def test_bad_options_are_named(source, tmp_path, capsys):
     assert "WIDTHxHEIGHT" in capsys.readouterr().err
     with pytest.raises(ValueError, match="unknown option"):
         run(settings(source, model="random:temperature=1"), tmp_path / "x", progress=False)
+
+
+def test_prefetch_and_a_failing_composition(source, tmp_path):
+    from eval.run import open_pairs
+
+    s = settings(source, sample=4, variants=SMALL)
+    reference = run(s, tmp_path / "reference", batch_size=8, prefetch=0, progress=False)
+    pairs = open_pairs(s)
+    compose, calls = pairs.compose, []
+
+    def broken(row):  # the third pair's render cannot be read
+        calls.append(row["pair_id"])
+        if len(calls) == 3:
+            raise OSError(f"render of {row['pair_id']} unreadable")
+        return compose(row)
+
+    pairs.compose = broken
+    with pytest.raises(OSError, match="unreadable"):
+        run(s, tmp_path / "failed", source=pairs, batch_size=8, prefetch=3, progress=False)
+    answered = {r["pair_id"] for r in scan_part(part_path(tmp_path / "failed", 0)).rows}
+    assert answered == set(calls[:2])  # earlier pairs answered; nothing of the broken one or after it
+    pairs.compose = compose
+    resumed = run(s, tmp_path / "failed", source=pairs, batch_size=8, prefetch=3, progress=False)
+    assert resumed.pairs_composed == 2
+    assert table(tmp_path / "failed").equals(table(reference.responses.parent))
