@@ -138,8 +138,22 @@ def open_pairs(settings: RunSettings) -> PairSource:
         # the index lists every render with its sha256: its digest pins the exact images asked about
         "index_sha256": hashlib.sha256(source.read(vignette.INDEX_PATH)).hexdigest(),
         "vignette_sha256": hashlib.sha256(Path(vignette.__file__).read_bytes()).hexdigest()[:16],
+        **_hub_revision(source.root),
     }
     return PairSource(rows, lambda row: composer.pair(row["key_left"], row["key_right"]), revision)
+
+
+def _hub_revision(root: str) -> dict[str, Any]:
+    """The Hub commit of a hf://datasets/ source, when the Hub can be asked (the index digest pins the data anyway)."""
+    if not root.startswith("hf://datasets/"):
+        return {}
+    repo, _, revision = root[len("hf://datasets/"):].partition("@")
+    try:
+        from huggingface_hub import HfApi
+
+        return {"hub_repo": repo, "hub_sha": HfApi().dataset_info(repo, revision=revision or None).sha}
+    except Exception as e:  # noqa: BLE001 - offline or private: recorded, not fatal
+        return {"hub_repo": repo, "hub_sha": None, "hub_sha_error": f"{type(e).__name__}: {e}"[:300]}
 
 
 def library_versions() -> dict[str, str]:
