@@ -162,19 +162,35 @@ def test_llava_full_strategy_puts_cls_first():
     assert layout.n_tokens == 17 and not layout.spatial[0] and layout.spatial[1:].all()
 
 
-@pytest.mark.parametrize("hw", [(40, 100), (100, 40), (30, 31), (60, 200)])
-def test_llava_next_layout_matches_model_packing_and_processor(hw):
-    """Pack features that carry (view, row, col) through the model's own pack_image_features, then check each
-    token's box against the pixels the real image processor put in that view's cell."""
-    from transformers import LlavaNextForConditionalGeneration
+TINY_PINPOINTS = [[28, 56], [56, 28], [56, 56], [28, 84]]
+LLAVA16_PINPOINTS = [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]]  # llava-v1.6 checkpoints
 
-    pinpoints = [[28, 56], [56, 28], [56, 56], [28, 84]]
-    config = _next_config(pinpoints)
-    ip = LlavaNextImageProcessorPil(size={"shortest_edge": SIDE}, crop_size={"height": SIDE, "width": SIDE},
+
+@pytest.mark.parametrize("side, patch, pinpoints, hw", [
+    *((SIDE, PATCH, TINY_PINPOINTS, hw) for hw in [(40, 100), (100, 40), (30, 31), (60, 200)]),
+    # the real LLaVA-1.6 geometry: a 672 x 336 pair, a photo, a panorama
+    *((336, 14, LLAVA16_PINPOINTS, hw) for hw in [(336, 672), (375, 500), (300, 1000)]),
+])
+def test_llava_next_layout_matches_model_packing_and_processor(side, patch, pinpoints, hw):
+    """Pack features that carry (view, row, col) through the model's own pack_image_features, then check each
+    token's box against the pixels the real image processor put in that view's cell; the token count must be
+    the processor's own."""
+    from types import SimpleNamespace
+
+    from transformers import LlavaNextForConditionalGeneration, LlavaNextProcessor
+
+    vision = CLIPVisionConfig(hidden_size=8, intermediate_size=8, num_hidden_layers=1, num_attention_heads=1,
+                              image_size=side, patch_size=patch)
+    config = LlavaNextConfig(vision_config=vision, text_config=_llava_config().text_config,
+                             image_grid_pinpoints=pinpoints, vision_feature_select_strategy="default")
+    ip = LlavaNextImageProcessorPil(size={"shortest_edge": side}, crop_size={"height": side, "width": side},
                                     image_grid_pinpoints=pinpoints)
     layout = image_layout(config, ip, hw)
+    proc = SimpleNamespace(image_processor=ip, patch_size=patch, num_additional_image_tokens=1)
+    proc._get_unpadded_features = LlavaNextProcessor._get_unpadded_features.__get__(proc)
+    assert layout.n_tokens == LlavaNextProcessor._get_number_of_features(proc, *hw, side, side) - 1  # - CLS
     xs, ys, valid = _coords(ip, *hw)
-    views, g = xs.shape[0], SIDE // PATCH
+    views, g = xs.shape[0], side // patch
     feats = torch.tensor([[(v, r, c) for r in range(g) for c in range(g)] for v in range(views)], dtype=torch.float32)
     model = LlavaNextForConditionalGeneration(config).model
     packed, lens = model.pack_image_features([feats], torch.tensor([hw]), "default",
@@ -184,7 +200,7 @@ def test_llava_next_layout_matches_model_packing_and_processor(hw):
     assert ((packed[:, 0] == -1) == ~layout.spatial).all()
     for t, (v, r, c) in enumerate(packed.astype(int)):
         if v >= 0:
-            cell = np.s_[v, r * PATCH:(r + 1) * PATCH, c * PATCH:(c + 1) * PATCH]
+            cell = np.s_[v, r * patch:(r + 1) * patch, c * patch:(c + 1) * patch]
             _assert_inside(layout.boxes[t], xs[cell], ys[cell], valid[cell], *hw)
 
 
