@@ -268,15 +268,20 @@ _LAYOUTS = {"mllama": _mllama_layout, "llava": _llava_layout, "llava_next": _lla
             "qwen2_vl": _qwen2_vl_layout, "qwen2_5_vl": _qwen2_vl_layout, "idefics3": _idefics3_layout}
 
 
-def image_layout(config: Any, image_processor: Any, image_size: tuple[int, int]) -> ImageLayout:
-    """Map every image token of `config.model_type` to its box on an original image of (height, width)."""
+def check_supported(config: Any) -> None:
+    """Raise AttentionUnavailable now (e.g. when an adapter is built) if this model family has no layout."""
     kind = config.model_type
     if kind not in _LAYOUTS:
         raise AttentionUnavailable(
             f"attention maps are not implemented for model_type {kind!r} (supported: {', '.join(_LAYOUTS)}); "
             "docs/explain.md says what each other family needs"
         )
-    return _LAYOUTS[kind](config, image_processor, (int(image_size[0]), int(image_size[1])))
+
+
+def image_layout(config: Any, image_processor: Any, image_size: tuple[int, int]) -> ImageLayout:
+    """Map every image token of `config.model_type` to its box on an original image of (height, width)."""
+    check_supported(config)
+    return _LAYOUTS[config.model_type](config, image_processor, (int(image_size[0]), int(image_size[1])))
 
 
 # --------------------------------------------------------------------------- measures

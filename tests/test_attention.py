@@ -14,6 +14,7 @@ from transformers.models.llava_next.image_processing_pil_llava_next import Llava
 from eval.attention import (
     AttentionSummary,
     AttentionUnavailable,
+    check_supported,
     chosen_vs_other,
     image_layout,
     record_attention,
@@ -321,6 +322,8 @@ def test_unsupported_family_names_the_docs():
 
     with pytest.raises(AttentionUnavailable, match="docs/explain.md"):
         image_layout(Cfg(), None, (10, 10))
+    with pytest.raises(AttentionUnavailable, match="'paligemma'"):
+        check_supported(Cfg())
 
 
 # ----------------------------------------------------------------- end to end on tiny models
