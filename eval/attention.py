@@ -2,6 +2,7 @@
 
 Interface (used by the transformers adapter's `record_attention=True` hook and by eval.explain):
 
+    check_supported(model.config)              # at adapter start: refuse a family with no layout early
     layout  = image_layout(model.config, processor.image_processor, (height, width))   # ImageLayout
     summary = record_attention(model, inputs, answer_start, layout)                   # AttentionSummary
     row.update(summary.to_record())            # flat attn_* fields for the responses table
