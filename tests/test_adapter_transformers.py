@@ -215,3 +215,13 @@ def test_seeded_sampling_draws_from_the_tempered_top_p_distribution():
     assert freqs(2.0, 1.0) == pytest.approx(hot, abs=0.03)
     greedy = _SeededSampling(None, [0], 0.0, 0.95)(None, logits.clone())
     assert torch.equal(greedy, logits)  # temperature 0: scores untouched, decoding is greedy
+
+
+def test_record_attention_refuses_a_family_without_an_image_layout(tiny_models):
+    from eval.attention import AttentionUnavailable, _LAYOUTS
+
+    unmapped = next((f for f in FAMILIES if f not in _LAYOUTS), None)
+    if unmapped is None:
+        pytest.skip("eval.attention maps every tiny family")
+    with pytest.raises(AttentionUnavailable, match=unmapped):
+        TransformersAdapter(tiny_models[unmapped], record_attention=True)

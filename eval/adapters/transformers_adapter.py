@@ -209,6 +209,10 @@ class TransformersAdapter(ModelAdapter):
         if chat_template is not None:
             self.processor.chat_template = chat_template
         self.chat_template = chat_template_of(self.processor)
+        if record_attention:
+            from eval import attention
+
+            attention.check_supported(self.model.config)  # refuse an unmapped family before any question
         self.tokenizer = self.processor.tokenizer
         self.model_type = self.model.config.model_type
         # Qwen-VL models place tokens with 3-axis rotary positions (time, height, width) from get_rope_index.
