@@ -38,7 +38,7 @@ from tqdm.auto import tqdm
 from dataset_builder.taxonomy import load_taxonomy
 from eval.adapters.base import ChoiceRequest, ModelAdapter
 from eval.merge import PLAN, RUN_JSON, MergeError, merge
-from eval.questions import CONFIGS, PARADIGMS, Question, QuestionBuilder, Variants, template_hash
+from eval.questions import CONFIG_PARADIGMS, CONFIGS, PARADIGMS, Question, QuestionBuilder, Variants, template_hash
 from eval.runlog import LOG_DIR, PartWriter, part_path, read_rows
 
 SESSIONS = "sessions.jsonl"
@@ -232,6 +232,10 @@ def run(
     """Ask every planned question of this shard that has no answer yet; merge when all shards are done."""
     if settings.config not in CONFIGS:
         raise RunError(f"--config {settings.config!r}: expected one of {CONFIGS}")
+    asked_paradigms = [p for p in settings.paradigms if p in CONFIG_PARADIGMS[settings.config]]
+    if not asked_paradigms:
+        raise RunError(f"--paradigms {','.join(settings.paradigms)}: {settings.config} pairs carry none of them; "
+                       f"they carry {','.join(CONFIG_PARADIGMS[settings.config])}")
     run_dir = Path(run_dir)
     (run_dir / LOG_DIR).mkdir(parents=True, exist_ok=True)
     adapter = adapter or build_adapter(settings.model, settings.seed, batch_size)
@@ -254,6 +258,9 @@ def run(
     done = {r["question_id"] for r in done_rows}
     done_per_pair = Counter(r["pair_id"] for r in done_rows)
     per_pair = len(builder(mine[0])) if len(mine) else 0  # the same for every pair of a config
+    if len(mine) and not per_pair:
+        raise RunError(f"{settings.config}: no question has the wording variants {settings.variants.as_dict()} "
+                       f"(activity-contrast options are activities: it has no position style)")
     pair_ids = mine["pair_id"]
     already = sum(min(done_per_pair[p], per_pair) for p in pair_ids)
     model_id = record["model"].get("model_id", settings.model)

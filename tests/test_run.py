@@ -211,3 +211,10 @@ def test_prefetch_and_a_failing_composition(source, tmp_path):
     resumed = run(s, tmp_path / "failed", source=pairs, batch_size=8, prefetch=3, progress=False)
     assert resumed.pairs_composed == 2
     assert table(tmp_path / "failed").equals(table(reference.responses.parent))
+
+
+def test_settings_that_ask_nothing_are_refused(source, tmp_path):
+    with pytest.raises(RunError, match="carry none of them"):
+        run(settings(source, config="identity_contrast", paradigms=("stereotype",)), tmp_path / "a", progress=False)
+    with pytest.raises(RunError, match="no position style"):
+        run(settings(source, config="activity_contrast", variants=Variants(option_styles=("position",))), tmp_path / "b", progress=False)
