@@ -15,6 +15,7 @@ when the request has a schema; temperature 0 is greedy.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import json
@@ -251,10 +252,10 @@ class TransformersAdapter(ModelAdapter):
         return [out[i] for i in range(len(batch))]
 
     def provenance(self) -> dict[str, Any]:
-        import outlines  # noqa: F401
+        from importlib.metadata import version
+
         import torch
         import transformers
-        from importlib.metadata import version
 
         return {
             "adapter": "transformers",
@@ -515,8 +516,6 @@ class TransformersAdapter(ModelAdapter):
             text = self.processor.apply_chat_template([{"role": "user", "content": content}],
                                                       add_generation_prompt=True, tokenize=False)
             inputs.append([text, OImage(_with_format(r.image))] if r.image is not None else [text])
-        import contextlib
-
         import torch
 
         # outlines_core masks logits with a torch.compile'd kernel: compiling it costs seconds per process
