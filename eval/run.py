@@ -254,9 +254,12 @@ def run(
     plan = _plan(run_dir, source, settings)
     mine = split_dataset_by_node(plan, rank=shard.rank, world_size=shard.world_size)
 
-    done_rows = [r for r in read_rows(run_dir) if r.get("valid") or not retry_invalid]
-    done = {r["question_id"] for r in done_rows}
-    done_per_pair = Counter(r["pair_id"] for r in done_rows)
+    done_pair: dict[str, str] = {}  # answered question id -> its pair (a question answered twice counts once)
+    for r in read_rows(run_dir):
+        if r.get("valid") or not retry_invalid:
+            done_pair[r["question_id"]] = r["pair_id"]
+    done = done_pair.keys()
+    done_per_pair = Counter(done_pair.values())
     per_pair = len(builder(mine[0])) if len(mine) else 0  # the same for every pair of a config
     if len(mine) and not per_pair:
         raise RunError(f"{settings.config}: no question has the wording variants {settings.variants.as_dict()} "

@@ -1,5 +1,6 @@
 """The runner end to end on a placeholder source: resume after SIGKILL, shards + merge, bad answers."""
 
+import collections
 import json
 import os
 import signal
@@ -218,3 +219,16 @@ def test_settings_that_ask_nothing_are_refused(source, tmp_path):
         run(settings(source, config="identity_contrast", paradigms=("stereotype",)), tmp_path / "a", progress=False)
     with pytest.raises(RunError, match="no position style"):
         run(settings(source, config="activity_contrast", variants=Variants(option_styles=("position",))), tmp_path / "b", progress=False)
+
+
+def test_a_question_answered_twice_does_not_hide_a_gap_in_its_pair(source, tmp_path):
+    s = settings(source, model="off-script", sample=2, variants=Variants())
+    run(s, tmp_path, adapter=OffScript(), batch_size=4, progress=False)
+    run(s, tmp_path, adapter=OffScript(fix=True), batch_size=4, retry_invalid=True, progress=False)  # re-answers: duplicates
+    log = part_path(tmp_path, 0)
+    lines = log.read_bytes().splitlines(keepends=True)
+    answered = collections.Counter(json.loads(line)["question_id"] for line in lines)
+    drop = next(i for i, line in enumerate(lines) if answered[json.loads(line)["question_id"]] == 1)
+    log.write_bytes(b"".join(lines[:drop] + lines[drop + 1:]))  # lose one answer of a pair that also has duplicates
+    resumed = run(s, tmp_path, adapter=OffScript(fix=True), batch_size=4, progress=False)
+    assert resumed.asked == 1 and merge(tmp_path, write=False).missing == 0
