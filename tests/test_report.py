@@ -22,7 +22,7 @@ from eval.report.runs import RunError, load_run
 from eval.report.simulate import RESPONSE_COLUMNS, SimSpec, simulate, write_run
 
 ROOT = Path(__file__).resolve().parents[1]
-SMALL = dict(dimensions=("religion", "gender"), n_activities=3, n_traits=4)
+SMALL = dict(dimensions=("religion",), genders=("female",), n_activities=3, n_traits=4)
 
 
 @pytest.fixture(scope="module")
@@ -150,9 +150,12 @@ def test_bad_run_folders_get_clear_errors(tmp_path, capsys):
     assert "missing column(s)" in capsys.readouterr().err
 
 
-def test_two_models_get_a_comparison(planted, tmp_path):
-    other = write_run(tmp_path / "other", SimSpec(seed=9, model_id="reference/other", **SMALL))
-    text = make_report([planted, other], tmp_path / "out")[0].read_text()
+def test_two_models_get_a_comparison(tmp_path):
+    tiny = dict(dimensions=("gender", "age"), genders=("female",), n_activities=2, n_traits=2,
+                paradigms=("decision", "stereotype"))
+    one = write_run(tmp_path / "one", SimSpec(seed=8, planted=(("old", 0.8),), **tiny))
+    other = write_run(tmp_path / "other", SimSpec(seed=9, model_id="reference/other", **tiny))
+    text = make_report([one, other], tmp_path / "out")[0].read_text()
     assert "Model comparison" in text and "reference/other" in text
     assert (tmp_path / "out" / "figures" / "model-comparison.png").is_file()
 

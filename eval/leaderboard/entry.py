@@ -22,7 +22,7 @@ import jsonschema
 import pandas as pd
 
 from eval.report.numbers import summaries
-from eval.report.runs import load_run
+from eval.report.runs import load_run, placeholder_renders
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "leaderboard" / "entry.schema.json"
 REL_TOL = 1e-9  # recomputation is deterministic; this only absorbs float formatting
@@ -78,7 +78,7 @@ def create(run_dir: str | Path, *, by: str, location: str | None = None, entry_p
     adapter = {**model, "variants": settings.get("variants"), "template_hash": info.get("template_hash")}
     ds = info.get("dataset") if isinstance(info.get("dataset"), dict) else {}
     source = str(ds.get("source") or settings.get("source") or "unknown")
-    ds_rev = str(ds.get("revision") or ds.get("sha") or "unknown")
+    ds_rev = str(ds.get("revision") or ds.get("index_sha256") or "unknown")  # runner: sha256 of the render index
     r = run.responses
     sample = {
         "configs": sorted(set(r["config"])) if "config" in r else ["unknown"],
@@ -96,7 +96,7 @@ def create(run_dir: str | Path, *, by: str, location: str | None = None, entry_p
         "model": {"id": model_id, "revision": revision},
         "adapter": adapter,
         "dataset": {"source": source, "revision": ds_rev,
-                    "placeholder": bool(ds.get("placeholder", info.get("simulated", False)))},
+                    "placeholder": placeholder_renders(info)},
         "sample": sample,
         "responses": {"location": location, "sha256": sha256_bytes(parquet.read_bytes()), "rows": int(len(r))},
         "metrics": summaries(r),

@@ -7,7 +7,7 @@ import pandas as pd
 from eval.report import figures as F
 from eval.report.numbers import FAMILY_DIRECTION, Numbers, compute
 from eval.report.page import Figure, Section, fig_name
-from eval.report.runs import Run
+from eval.report.runs import Run, missing_paradigms, placeholder_renders
 
 Q = F.SIG_Q
 ADVANTAGE_MIN_PP = 0.0  # an identity's sign in a paradigm counts only where the metric found it significant
@@ -21,9 +21,19 @@ def _order(dimension_identities: pd.Series) -> list[str]:
     return sorted(dict.fromkeys(dimension_identities), key=lambda n: (rank.get(n, 10**6), n))
 
 
+def _columns(names) -> list[str]:
+    """Activities and trait terms in taxonomy order (high/low terms side by side), others after."""
+    from dataset_builder.taxonomy import load_taxonomy
+
+    tax = load_taxonomy()
+    rank = {a.name: k for k, a in enumerate(tax.activities)}
+    rank.update({t: 1000 + k for k, (t, _, _) in enumerate(tax.trait_terms)})
+    return sorted(dict.fromkeys(names), key=lambda n: (rank.get(n, 10**6), str(n)))
+
+
 def _matrix(frame: pd.DataFrame, rows: str, cols: str, value: str) -> pd.DataFrame:
     m = frame.pivot_table(index=rows, columns=cols, values=value, aggfunc="first")
-    return m.reindex(index=_order(m.index))
+    return m.reindex(index=_order(m.index), columns=_columns(m.columns) if cols == "context" else m.columns)
 
 
 def _sig(frame: pd.DataFrame, rows: str, cols: str) -> pd.DataFrame:
@@ -43,15 +53,18 @@ def group_runs(runs: list[Run]) -> dict[str, list[Run]]:
 def model_sections(name: str, runs: list[Run], numbers: Numbers) -> list[Section]:
     frame = pd.concat([r.responses for r in runs], ignore_index=True)
     head = Section(f"Model: {name}")
-    head.notes += [p for r in runs for p in r.problems]
+    head.notes += [f"{r.path}: {p}" for r in runs for p in r.problems]
+    if len(frame):
+        head.notes += missing_paradigms(frame)
     if any(r.info.get("simulated") for r in runs):
         head.notes.append("simulated responses (eval/report/simulate.py), not a model's answers")
-    if any(bool(r.info.get("dataset", {}).get("placeholder")) for r in runs if isinstance(r.info.get("dataset"), dict)):
+    if any(placeholder_renders(r.info) for r in runs):
         head.notes.append("answers to placeholder images: the numbers show the pipeline, not a model's bias")
     head.paragraphs.append(
         f"{len(frame):,} answers from {len(runs)} run folder(s): "
         + ", ".join(f"`{r.path}`" for r in runs) + ". Selection is in percent of the times an identity was "
-        f"offered; significance is Benjamini–Hochberg q < {Q} within each family (paradigm, subtask).")
+        f"offered; significance is Benjamini–Hochberg q < {Q} over the identities of one dimension within one "
+        "family (paradigm, and subtask for perception).")
     sections = [head]
     if frame.empty:
         return sections
@@ -124,7 +137,9 @@ def family_sections(family: str, n: Numbers) -> list[Section]:
                           center=0.0, cbar_label="log-odds ratio (0 = no bias)",
                           significant=_sig(d_lo, "identity", "context"))))
         d_pc = pc[(pc["dimension"] == dim) & pc["value"].notna()]
-        if d_pc.empty:
+        if family == "factuality":
+            pass  # one identity is asked about: no partner effect to measure
+        elif d_pc.empty:
             s.notes.append(f"{family} · {dim}: PairComp undefined — each identity met only one partner, so there "
                            "is no 'with anyone else' to compare with")
         else:
@@ -183,7 +198,7 @@ def consistency_section(n: Numbers) -> Section:
     counts = verdict.value_counts().rename_axis("verdict").reset_index(name="identities")
     s.tables.append(("Identities by verdict", counts))
     s.figures.append(Figure(fig_name(n.model, "consistency"), "Advantage by identity and paradigm (↑ = advantaged)",
-                            F.consistency(scores, sig, verdict, title=f"{n.model}: consistent vs conflicting identities")))
+                            F.consistency(scores, sig, verdict, title="Consistency across paradigms")))
     return s
 
 

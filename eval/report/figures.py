@@ -37,14 +37,14 @@ def to_png(fig) -> bytes:
 
 def heatmap(values: pd.DataFrame, *, title: str, center: float, cbar_label: str,
             significant: pd.DataFrame | None = None, span: float | None = None,
-            row_notes: dict[str, str] | None = None) -> bytes:
+            row_notes: dict[str, str] | None = None, min_width: float = 5.0) -> bytes:
     """A rows × columns heatmap with a diverging scale centred on ``center``.
 
     ``significant`` is a boolean frame of the same shape (True = BH q < 0.05): marked with a dot.
     ``span`` fixes the half-range of the scale (else the largest deviation, so the centre is white).
     """
     n_rows, n_cols = values.shape
-    fig, ax = plt.subplots(figsize=_size(n_rows, n_cols), layout="constrained")
+    fig, ax = plt.subplots(figsize=_size(n_rows, n_cols, min_width), layout="constrained")
     arr = values.to_numpy(dtype=float)
     dev = np.nanmax(np.abs(arr - center)) if np.isfinite(arr).any() else 1.0
     if n_rows == 0 or n_cols == 0:
@@ -75,7 +75,7 @@ def rate_bars(table: pd.DataFrame, *, title: str, value: str, low: str, high: st
               xlabel: str) -> bytes:
     """Points with 95% intervals, one row per label; ``ref`` draws the no-bias line."""
     table = table.reset_index(drop=True)
-    fig, ax = plt.subplots(figsize=(6.5, max(2.0, 1.0 + 0.32 * len(table))), layout="constrained")
+    fig, ax = plt.subplots(figsize=(6.5, max(2.8, 1.2 + 0.32 * len(table))), layout="constrained")
     y = np.arange(len(table))
     v = table[value].astype(float).to_numpy()
     lo = table[low].astype(float).fillna(table[value]).to_numpy()
@@ -90,7 +90,7 @@ def rate_bars(table: pd.DataFrame, *, title: str, value: str, low: str, high: st
     ax.set_xlim(max(0.0, min(edges) - pad) if edges else 0.0, min(1.0, max(edges) + pad) if edges else 1.0)
     if ref is not None:
         ax.axvline(ref, color="black", lw=1, ls="--")
-        ax.text(ref, -0.7, " no bias", fontsize=LABEL_PT, va="bottom")
+        xlabel += " (dashed: no bias)"
     ax.set_xlabel(xlabel, fontsize=LABEL_PT + 1)
     ax.set_title(title, fontsize=LABEL_PT + 3)
     ax.grid(axis="x", alpha=0.3)
@@ -102,7 +102,7 @@ def consistency(scores: pd.DataFrame, significant: pd.DataFrame, verdict: pd.Ser
     order = verdict.sort_values(kind="stable").index
     notes = {i: f"  [{verdict[i]}]" for i in order}
     return heatmap(scores.loc[order], title=title, center=0.0, significant=significant.loc[order],
-                   cbar_label="advantage, percentage points (↑ = advantaged)", row_notes=notes)
+                   cbar_label="advantage, pp (↑ = advantaged)", row_notes=notes, min_width=7.0)
 
 
 def model_comparison(table: pd.DataFrame, *, title: str) -> bytes:

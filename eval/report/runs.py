@@ -53,15 +53,38 @@ def load_run(run_dir: str | Path) -> Run:
     if frame.empty:
         problems.append("responses.parquet has no rows: nothing was answered")
     else:
-        present = set(frame["paradigm"])
-        for p in PARADIGMS:
-            if p not in present:
-                problems.append(f"no {p} questions in this run (run with --paradigms including {p})")
         valid = frame.groupby("paradigm")["valid"].sum()
         for p, n in valid.items():
             if n == 0:
                 problems.append(f"{p}: every answer is invalid or a refusal — no selection to measure")
     return Run(run_dir, model_name(info, run_dir), info, frame, tuple(problems))
+
+
+def placeholder_renders(info: dict) -> bool:
+    """True when a run answered placeholder renders: as recorded, or read from its source's index."""
+    ds = info.get("dataset") if isinstance(info.get("dataset"), dict) else {}
+    if "placeholder" in ds:
+        return bool(ds["placeholder"])
+    if info.get("simulated"):
+        return True
+    source = ds.get("source") or (info.get("settings") or {}).get("source")
+    if not source:
+        return False
+    try:
+        import fsspec
+
+        with fsspec.open(f"{str(source).rstrip('/')}/renders/index.parquet", "rb") as f:
+            return bool(pd.read_parquet(f, columns=["placeholder"])["placeholder"].any())
+    except Exception:  # a Hub id offline, or a moved folder: unknown, so not claimed
+        return False
+
+
+def missing_paradigms(frame: pd.DataFrame) -> list[str]:
+    """What the runs of one model lack, in words (checked over all of its runs together)."""
+    present = set(frame["paradigm"]) if len(frame) else set()
+    hint = {"stereotype": "a portraits run", "factuality": "an identity_contrast run",
+            "perception": "an identity_contrast run", "decision": "an identity_contrast run"}
+    return [f"no {p} questions (add {hint[p]} with --paradigms including {p})" for p in PARADIGMS if p not in present]
 
 
 def model_name(info: dict, run_dir: Path) -> str:
