@@ -64,7 +64,7 @@ def run_models(source: Path, out: Path, tiny_pairs: int, random_pairs: int, seed
             settings = RunSettings(source=str(source), config=config, model=spec, seed=seed, sample=pairs, variants=variants)
             run_dir = out / "runs" / name / config
             result = run(settings, run_dir, batch_size=16)
-            print(f"   {name} / {config}: {result.asked} asked, {result.skipped} already answered, "
+            print(f"   {name} / {config}: {result.asked} asked ({result.invalid} invalid), {result.skipped} already answered, "
                   f"{result.pairs_composed} pair images composed, {result.seconds:.1f}s -> {result.responses}")
             runs.append(run_dir)
     return runs

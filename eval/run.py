@@ -211,6 +211,7 @@ def _plan(run_dir: Path, source: PairSource, settings: RunSettings) -> Dataset:
 @dataclass(frozen=True)
 class RunResult:
     asked: int
+    invalid: int  # of those asked: answers outside the options, refusals, backend errors
     skipped: int  # already answered in an earlier session
     pairs_composed: int
     seconds: float
@@ -276,13 +277,14 @@ def run(
     with open(run_dir / LOG_DIR / SESSIONS, "a") as f:
         f.write(json.dumps(session) + "\n")
 
-    bar = tqdm(total=per_pair * len(mine), initial=already, unit="q", disable=not progress,
-               desc=f"{settings.config} [{shard.rank}/{shard.world_size}]", dynamic_ncols=True)
+    bar = tqdm(total=per_pair * len(mine), initial=already, unit="q", disable=not progress, position=shard.rank,
+               desc=f"{settings.config} [{shard.rank}/{shard.world_size}]", dynamic_ncols=True)  # one line per rank
     pending: list[tuple[Question, Image.Image | None]] = []
-    asked = composed = 0
+    asked = composed = invalid = 0
     start = time.perf_counter()
 
     def ask(batch: list[tuple[Question, Image.Image | None]]) -> None:
+        nonlocal invalid
         questions = [q for q, _ in batch]
         if prepare is not None:
             prepare(questions)
@@ -291,7 +293,9 @@ def run(
         if [r.question_id for r in results] != [q.question_id for q in questions]:
             raise RunError(f"adapter {type(adapter).__name__} answered {len(results)} results for {len(questions)} "
                            f"questions or out of order; adapters must return one result per request, in order")
-        writer.append(q.response(r, model_id) for q, r in zip(questions, results))
+        rows = [q.response(r, model_id) for q, r in zip(questions, results)]
+        writer.append(rows)
+        invalid += sum(not row["valid"] for row in rows)
         bar.update(len(batch))
 
     def work() -> Iterator[tuple[dict[str, Any], list[Question]]]:
@@ -351,7 +355,7 @@ def run(
             raise
         print(f"rank {shard.rank} done; other shards still running ({e}). "
               f"When all have finished: python -m eval.merge {run_dir}", file=sys.stderr)
-    return RunResult(asked, already, composed, seconds, responses)
+    return RunResult(asked, invalid, already, composed, seconds, responses)
 
 
 def _parse_filters(items: Sequence[str]) -> tuple[tuple[str, str], ...]:

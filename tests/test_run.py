@@ -156,10 +156,10 @@ class OffScript(ModelAdapter):
 
 def test_answers_outside_options_are_invalid_and_can_be_retried(source, tmp_path):
     s = settings(source, model="off-script", variants=Variants())
-    run(s, tmp_path, adapter=OffScript(), batch_size=4, progress=False)
+    first = run(s, tmp_path, adapter=OffScript(), batch_size=4, progress=False)
     rows = table(tmp_path).to_pylist()
     bad = [r for r in rows if not r["valid"]]
-    assert len(bad) == len(rows) // 2
+    assert len(bad) == len(rows) // 2 == first.invalid
     assert all(r["choice"] is None and r["selected_identity"] == "" and r["raw"].startswith("answer") for r in bad)
     assert all("not one of the options" in r["error"] for r in bad)
     retried = run(s, tmp_path, adapter=OffScript(fix=True), batch_size=4, retry_invalid=True, progress=False)
