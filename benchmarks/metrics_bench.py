@@ -155,8 +155,8 @@ def compare_naive(n_rows: int, seed: int) -> None:
             continue
         v, p = ref["log_odds"][key]
         assert abs(cells["log_odds"][i] - v) < 1e-9 and abs(cells["p_value"][i] - p) <= 1e-9 * max(p, 1e-300)
-    print(f"row-by-row vs modules on the same {n_rows:,} answers (selection_frequency + log_odds, from Python lists):")
-    print(f"  row-by-row {slow:7.2f} s   modules {fast:6.2f} s   speed-up {slow / fast:5.1f}x   (results agree: estimates and p-values to 1e-9)")
+    print(f"row-by-row vs modules on the same {n_rows:,} answers (selection_frequency + log_odds, from Python lists):", flush=True)
+    print(f"  row-by-row {slow:7.2f} s   modules {fast:6.2f} s   speed-up {slow / fast:5.1f}x   (results agree: estimates and p-values to 1e-9)", flush=True)
 
 
 def main() -> None:
@@ -170,20 +170,20 @@ def main() -> None:
     if args.child:
         child(args.child[0], args.child[1], int(args.child[2]))
         return
-    print(f"python {sys.version.split()[0]}, cpus {os.cpu_count()}, seed {args.seed}")
+    print(f"python {sys.version.split()[0]}, cpus {os.cpu_count()}, seed {args.seed}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "answers.parquet")
         t0 = time.perf_counter()
         pq.write_table(simulate(args.rows, args.seed).drop(["pair_id"]), path)
-        print(f"simulated {args.rows:,} answers -> parquet in {time.perf_counter() - t0:.1f} s ({os.path.getsize(path) / 1e6:.0f} MB)")
+        print(f"simulated {args.rows:,} answers -> parquet in {time.perf_counter() - t0:.1f} s ({os.path.getsize(path) / 1e6:.0f} MB)", flush=True)
         for name in METRICS:
             r = run_child(name, path)
-            print(f"{name:20s} {r['n_rows']:>11,} answers  wall {r['seconds']:6.2f} s  cpu {r['cpu_seconds']:6.2f} s  peak RSS {r['peak_rss_mb']:6.0f} MB (after imports {r['rss_after_imports_mb']:.0f} MB)  [{r['ci_method']}]")
+            print(f"{name:20s} {r['n_rows']:>11,} answers  wall {r['seconds']:6.2f} s  cpu {r['cpu_seconds']:6.2f} s  peak RSS {r['peak_rss_mb']:6.0f} MB (after imports {r['rss_after_imports_mb']:.0f} MB)  [{r['ci_method']}]", flush=True)
         gpath = os.path.join(tmp, "grouped.parquet")
         pq.write_table(simulate(args.bootstrap_rows, args.seed), gpath)
         for name in ("pair_comp", "polarity"):
             r = run_child(name, gpath, 1000)
-            print(f"{name:20s} {r['n_rows']:>11,} answers  wall {r['seconds']:6.2f} s  cpu {r['cpu_seconds']:6.2f} s  peak RSS {r['peak_rss_mb']:6.0f} MB  [group = pair_id, {r['ci_method']}]")
+            print(f"{name:20s} {r['n_rows']:>11,} answers  wall {r['seconds']:6.2f} s  cpu {r['cpu_seconds']:6.2f} s  peak RSS {r['peak_rss_mb']:6.0f} MB  [group = pair_id, {r['ci_method']}]", flush=True)
     compare_naive(args.naive_rows, args.seed)
 
 

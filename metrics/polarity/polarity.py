@@ -28,7 +28,7 @@ from scipy import stats
 
 # ---- BEGIN SHARED CORE (identical in the four VIGNETTE metric modules; run metrics/sync_core.py) ----
 Z95 = 1.959963984540054
-BATCH_ROWS = 1_000_000
+BATCH_ROWS = 500_000
 # Column aliases so the runner's responses.parquet maps onto the contract by name.
 ALIASES = {"selected": ("selected", "selected_identity"), "group": ("group", "pair_id")}
 CORE_CITATION = """\
@@ -54,15 +54,15 @@ def wilson_interval(k: Any, n: Any, z: float = Z95) -> Tuple[np.ndarray, np.ndar
     return np.where(ok, np.clip(centre - half, 0.0, 1.0), np.nan), np.where(ok, np.clip(centre + half, 0.0, 1.0), np.nan)
 
 
-def fisher_exact_two_sided(a: Any, b: Any, c: Any, d: Any) -> np.ndarray:
+def fisher_exact_two_sided(a: Any, b: Any, c: Any, d: Any, chunk_terms: int = 2_000_000) -> np.ndarray:
     """Two-sided Fisher exact p-values for many 2x2 tables [[a, b], [c, d]] at once.
 
     Same test as scipy.stats.fisher_exact: the p-value sums the hypergeometric probabilities of
     all tables (same margins) no more likely than the observed one. Probabilities are built from
     the exact ratio pmf(x+1)/pmf(x) outward over a window of +-38 sd around the mode (terms
-    beyond it are below 1e-300 of the mode), so one vectorised pass handles thousands of tables;
-    ties are judged with R's relative tolerance 1e-7. A table with a zero row or column sum has
-    p = 1.0 (as scipy). Fractional (expected) counts are rounded to integers first.
+    beyond it are below 1e-300 of the mode), in chunks of about `chunk_terms` terms so memory
+    stays bounded; ties are judged with R's relative tolerance 1e-7. A table with a zero row or
+    column sum has p = 1.0 (as scipy). Fractional (expected) counts are rounded first.
     """
     a, b, c, d = (np.rint(np.asarray(x, dtype=float)).astype(np.int64).ravel() for x in (a, b, c, d))
     p = np.ones(a.shape, dtype=float)
@@ -71,33 +71,47 @@ def fisher_exact_two_sided(a: Any, b: Any, c: Any, d: Any) -> np.ndarray:
         return p
     a, n1, n2, n = a[live], (a + b)[live], (c + d)[live], (a + c)[live]
     big = (n1 + n2).astype(float)
-    support_lo, support_hi = np.maximum(0, n - n2), np.minimum(n, n1)
     mode = ((n + 1) * (n1 + 1) / (n1 + n2 + 2)).astype(np.int64)
     sd = np.sqrt(n * (n1 / big) * (n2 / big) * np.maximum(big - n, 0.0) / np.maximum(big - 1.0, 1.0))
     half = np.ceil(38.0 * sd).astype(np.int64) + 50
-    lo = np.maximum(support_lo, np.minimum(a, mode - half))
-    hi = np.minimum(support_hi, np.maximum(a, mode + half))
+    lo = np.maximum(np.maximum(0, n - n2), np.minimum(a, mode - half))
+    hi = np.minimum(np.minimum(n, n1), np.maximum(a, mode + half))
+    ends = np.cumsum(hi - lo + 1)
+    out = np.empty(len(a))
+    first = 0
+    while first < len(a):
+        base = ends[first - 1] if first else 0
+        last = max(int(np.searchsorted(ends, base + chunk_terms, side="right")), first + 1)
+        sl = slice(first, last)
+        out[sl] = _fisher_windows(a[sl], n1[sl], n2[sl], n[sl], lo[sl], hi[sl])
+        first = last
+    p[live] = out
+    return p
+
+
+def _fisher_windows(a: np.ndarray, n1: np.ndarray, n2: np.ndarray, n: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """p-values for tables whose support windows [lo, hi] (containing a and the mode) are summed."""
     length = hi - lo + 1
     starts = np.concatenate([[0], np.cumsum(length)[:-1]])
     seg = np.repeat(np.arange(len(a)), length)
-    x = lo[seg] + (np.arange(int(length.sum())) - starts[seg])
+    xf = (lo[seg] + (np.arange(int(length.sum())) - starts[seg])).astype(float)
     n1s, n2s, ns = n1[seg].astype(float), n2[seg].astype(float), n[seg].astype(float)
-    xf = x.astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         step = np.log((n1s - xf) * (ns - xf)) - np.log((xf + 1.0) * (n2s - ns + xf + 1.0))
+    del n1s, n2s, ns, xf
     last = starts + length - 1
     step[last] = 0.0
     # Make each window's steps sum to zero so the running sum restarts near 0 (no drift).
     step[last] = -np.add.reduceat(step, starts)
-    run = np.cumsum(step)
-    before = np.where(starts > 0, run[np.maximum(starts - 1, 0)], 0.0)
-    logr = run - step - before[seg]
+    logr = np.cumsum(step)
+    before = np.where(starts > 0, logr[np.maximum(starts - 1, 0)], 0.0)
+    logr -= step
+    logr -= before[seg]
     logr -= np.maximum.reduceat(logr, starts)[seg]
-    weight = np.exp(logr)
     observed = logr[starts + (a - lo)]
+    weight = np.exp(logr)
     extreme = logr <= observed[seg] + np.log1p(1e-7)
-    p[live] = np.minimum(np.add.reduceat(weight * extreme, starts) / np.add.reduceat(weight, starts), 1.0)
-    return p
+    return np.minimum(np.add.reduceat(weight * extreme, starts) / np.add.reduceat(weight, starts), 1.0)
 
 
 def bh_qvalues(p: Any, tested: Optional[np.ndarray] = None) -> np.ndarray:
