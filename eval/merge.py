@@ -28,6 +28,7 @@ from eval.runlog import part_paths, scan_part
 RESPONSES = "responses.parquet"
 PLAN = "plan.parquet"
 RUN_JSON = "run.json"
+TAXONOMY_DIR = "taxonomy"  # the source's taxonomy, copied by the run: the questions' words come from it
 
 _str, _strs = pa.string(), pa.list_(pa.string())
 RESPONSE_SCHEMA = pa.schema(
@@ -60,12 +61,13 @@ class MergeReport:
     written: Path | None
 
 
-def builder_from_run(run: dict[str, Any]) -> QuestionBuilder:
-    """The question builder a run used, from its run.json."""
+def builder_from_run(run: dict[str, Any], run_dir: Path) -> QuestionBuilder:
+    """The question builder a run used, from its run.json and the taxonomy copy it kept."""
     settings = run["settings"]
     variants = settings["variants"]
+    kept = run_dir / TAXONOMY_DIR
     return QuestionBuilder(
-        load_taxonomy(),
+        load_taxonomy(kept if kept.exists() else None),
         settings["seed"],
         settings["paradigms"],
         Variants(tuple(variants["paraphrase"]), tuple(variants["option_style"]), tuple(variants["modality"])),
@@ -75,7 +77,7 @@ def builder_from_run(run: dict[str, Any]) -> QuestionBuilder:
 def planned_ids(run_dir: Path) -> Iterator[str]:
     """Every planned question id in plan order."""
     run = json.loads((run_dir / RUN_JSON).read_text())
-    builder = builder_from_run(run)
+    builder = builder_from_run(run, run_dir)
     for row in pq.read_table(run_dir / PLAN).to_pylist():
         for q in builder(row):
             yield q.question_id

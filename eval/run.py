@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import socket
 import sys
 import time
@@ -28,16 +29,15 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 from datasets import Dataset
 from datasets.distributed import split_dataset_by_node
 from PIL import Image
 from tqdm.auto import tqdm
 
-from dataset_builder.taxonomy import load_taxonomy
+from dataset_builder.taxonomy import DATA_DIR, TAXONOMY_FILES, load_taxonomy
 from eval.adapters.base import ChoiceRequest, ModelAdapter
-from eval.merge import PLAN, RUN_JSON, MergeError, merge
+from eval.merge import PLAN, RUN_JSON, TAXONOMY_DIR, MergeError, merge
 from eval.questions import CONFIG_PARADIGMS, CONFIGS, PARADIGMS, Question, QuestionBuilder, Variants, template_hash
 from eval.runlog import LOG_DIR, PartWriter, part_path, read_rows
 
@@ -103,6 +103,7 @@ class PairSource:
     rows: Dataset
     compose: Callable[[dict[str, Any]], Image.Image]
     revision: dict[str, Any]
+    taxonomy: str | None = None  # the source's taxonomy folder (any fsspec URL); None: the packaged copy
 
 
 FILTER_KEYS = ("gender", "dimensions", "identities", "identity_match", "activities", "time_use", "exclude_near_synonyms")
@@ -140,7 +141,27 @@ def open_pairs(settings: RunSettings) -> PairSource:
         "vignette_sha256": hashlib.sha256(Path(vignette.__file__).read_bytes()).hexdigest()[:16],
         **_hub_revision(source.root),
     }
-    return PairSource(rows, lambda row: composer.pair(row["key_left"], row["key_right"]), revision)
+    return PairSource(rows, lambda row: composer.pair(row["key_left"], row["key_right"]), revision, source.url("taxonomy"))
+
+
+def _keep_taxonomy(run_dir: Path, source: PairSource) -> Path:
+    """Copy the source's taxonomy into RUN_DIR/taxonomy once: questions (and merge's check) use that copy."""
+    import fsspec
+
+    folder = run_dir / TAXONOMY_DIR
+    if not folder.exists():
+        base = source.taxonomy or str(DATA_DIR)
+        tmp = run_dir / f".{TAXONOMY_DIR}.{os.getpid()}.tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        for name in TAXONOMY_FILES:
+            with fsspec.open(f"{base.rstrip('/')}/{name}", "rb") as f:
+                (tmp / name).write_bytes(f.read())
+        load_taxonomy(tmp)  # validate before keeping it
+        try:
+            os.rename(tmp, folder)
+        except OSError:  # another rank kept its identical copy first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
 
 
 def _hub_revision(root: str) -> dict[str, Any]:
@@ -240,10 +261,10 @@ def run(
     run_dir = Path(run_dir)
     (run_dir / LOG_DIR).mkdir(parents=True, exist_ok=True)
     adapter = adapter or build_adapter(settings.model, settings.seed, batch_size)
-    taxonomy = load_taxonomy()
-    builder = QuestionBuilder(taxonomy, settings.seed, settings.paradigms, settings.variants)
     if source is None:
         source = open_pairs(settings)
+    taxonomy = load_taxonomy(_keep_taxonomy(run_dir, source))
+    builder = QuestionBuilder(taxonomy, settings.seed, settings.paradigms, settings.variants)
     record = {
         "settings": settings.as_dict(),
         "template_hash": template_hash(taxonomy),

@@ -71,6 +71,8 @@ def test_run_writes_schema_provenance_and_resumes_as_noop(source, tmp_path):
     assert record["settings"]["seed"] == 5 and len(record["template_hash"]) == 16
     assert len(record["dataset"]["index_sha256"]) == 64 and record["dataset"]["selection"]["sample"] == 4
     assert {"datasets", "pyarrow", "python"} <= set(record["versions"])
+    kept = sorted(p.name for p in (tmp_path / "taxonomy").iterdir())  # the source's taxonomy, kept with the run
+    assert kept == sorted(["identities.csv", "activities.csv", "sscm_terms.csv", "roles.csv", "role_question_templates.csv", "near_synonyms.csv"])
     again = run(s, tmp_path, progress=False)
     assert again.asked == 0 and again.skipped == t.num_rows and again.pairs_composed == 0
     assert table(tmp_path).equals(t)
