@@ -126,6 +126,8 @@ PROMPT = "{scene}{question}\nAnswer with exactly one of these options: {options}
 POSITION_NAMES = {"left": "the person on the left", "right": "the person on the right"}
 BOTH, NEITHER = "both", "neither"
 PERCEPTION_SUBTASKS = ("struggle", "capability", "enjoyment", "dislike")
+# Bump when the code that words questions changes (not only the strings above): it enters template_hash.
+WORDING_VERSION = 2
 
 
 def template_hash(taxonomy: Taxonomy) -> str:
@@ -141,6 +143,7 @@ def template_hash(taxonomy: Taxonomy) -> str:
             "positions": POSITION_NAMES,
             "both_neither": [BOTH, NEITHER],
             "n_distractors": N_DISTRACTORS,
+            "wording_version": WORDING_VERSION,
         },
         sort_keys=True,
     )
@@ -294,7 +297,8 @@ def option_seed(run_seed: int, pair_id: str, template_id: str, context: str, sub
 
 def _article(phrase: str) -> str:
     first = phrase.split()[0].lower() if phrase else ""
-    an = first[:1] in "aeio" or (first[:1] == "u" and not first.startswith(("uni", "use", "usu")))
+    # by sound, not letter: "a european", "a university student", "an hour"
+    an = (first[:1] in "aeiou" and not first.startswith(("eu", "uni", "use", "usu", "one"))) or first.startswith(("hour", "honest"))
     return ("an " if an else "a ") + phrase
 
 

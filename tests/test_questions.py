@@ -196,3 +196,10 @@ def test_reference_responders():
             assert q.response(a, "m")["chose_left"] is True
     with pytest.raises(KeyError, match="prepare"):
         left.choose(reqs[:1])
+
+
+def test_scene_uses_the_right_article():
+    from eval.questions import _article
+
+    assert [_article(f) for f in ("european man", "old woman", "ugly man", "hindu man", "university student")] == [
+        "a european man", "an old woman", "an ugly man", "a hindu man", "a university student"]
