@@ -32,11 +32,10 @@ BATCH_ROWS = 500_000
 # Column aliases so the runner's responses.parquet maps onto the contract by name.
 ALIASES = {"selected": ("selected", "selected_identity"), "group": ("group", "pair_id")}
 CORE_CITATION = """\
-@inproceedings{vignette2025,
+@misc{raj2025vignette,
   title  = {VIGNETTE: Socially Grounded Bias Evaluation for Vision-Language Models},
-  author = {Chinchure, Aditya and others},
-  year   = {2025},
-  note   = {arXiv:2505.22897}
+  author = {Raj, Chahat and Wei, Bowen and Caliskan, Aylin and Anastasopoulos, Antonios and Zhu, Ziwei},
+  year   = {2025}
 }
 """
 
