@@ -130,7 +130,7 @@ def _metrics_dir(tmp_path: Path) -> Path:
     d = tmp_path / "metrics" / "toy"
     d.mkdir(parents=True)
     (d / "toy.py").write_text(METRIC)
-    (d / "README.md").write_text("---\ntitle: Toy\ntags:\n- evaluate\n---\n# Toy\ncard body\n")
+    (d / "README.md").write_text("---\ntitle: Toy\nsdk_version: 4.44.1\ntags:\n- evaluate\n---\n# Toy\ncard body\n")
     return tmp_path / "metrics"
 
 
@@ -142,6 +142,7 @@ def test_metrics_become_gradio_spaces(tmp_path):
     staged = upload.folder
     meta = front_matter(staged / "README.md")
     assert meta["sdk"] == "gradio" and meta["app_file"] == "app.py" and meta["title"] == "Toy"
+    assert meta["sdk_version"].startswith("3.")  # launch_gradio_widget needs gradio 3's gr.inputs
     assert "card body" in (staged / "README.md").read_text()
     app = (staged / "app.py").read_text()
     compile(app, "app.py", "exec")
@@ -156,12 +157,20 @@ def test_metrics_become_gradio_spaces(tmp_path):
 
 
 def test_real_metric_modules_stage_as_spaces(tmp_path):
-    if not any((ROOT / "metrics").glob("*/*.py")) or not all(
-            (p.parent / "README.md").is_file() for p in (ROOT / "metrics").glob("*/*.py")):
-        pytest.skip("metric modules or their cards not landed yet")
     steps = metrics_plan(ROOT / "metrics", "vignette-bench", tmp_path / "stage")
     spaces = [s.repo_id for s in steps if isinstance(s, CreateRepo)]
-    assert spaces and all(s.startswith("vignette-bench/") for s in spaces)
+    assert spaces == [f"vignette-bench/{n}" for n in ("log_odds", "pair_comp", "polarity", "selection_frequency")]
+    import evaluate
+
+    for up in (s for s in steps if isinstance(s, UploadFolder)):
+        name = up.repo_id.split("/")[1]
+        assert set(up.paths) == {f"{name}.py", "README.md", "app.py", "requirements.txt"}
+        assert front_matter(up.folder / "README.md")["sdk"] == "gradio"
+        # the staged Space module loads alone (no project imports) and computes
+        module = evaluate.load(str(up.folder / f"{name}.py"))
+        assert module.name
+        reqs = (up.folder / "requirements.txt").read_text().split()
+        assert "evaluate" in reqs and "scipy" in reqs
 
 
 class Recorder:

@@ -157,10 +157,10 @@ def stage_metric_space(metrics_dir: Path, name: str, repo_id: str, stage: Path) 
     text = readme.read_text(encoding="utf-8")
     meta = front_matter(readme)
     body = re.sub(r"^---\s*\n.*?\n---\s*\n", "", text, count=1, flags=re.S)
-    # The Space needs these keys; the metric card's own keys win where both are set.
-    meta = {"title": name, "sdk": "gradio", "sdk_version": GRADIO_SDK_VERSION, "app_file": "app.py",
-            "pinned": False, **meta}
-    meta["sdk"], meta["app_file"] = "gradio", "app.py"
+    # The Space needs these keys; the card's other keys are kept. sdk_version is forced: the
+    # widget (evaluate.utils.launch_gradio_widget) calls gr.inputs/gr.outputs, gone in gradio 4.
+    meta = {"title": name, "pinned": False, **meta}
+    meta["sdk"], meta["app_file"], meta["sdk_version"] = "gradio", "app.py", GRADIO_SDK_VERSION
     tags = list(meta.get("tags") or [])
     meta["tags"] = tags + [t for t in ("evaluate", "metric") if t not in tags]
     (out / "README.md").write_text("---\n" + yaml.safe_dump(meta, sort_keys=False) + "---\n" + body, encoding="utf-8")
