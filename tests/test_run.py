@@ -234,3 +234,12 @@ def test_a_question_answered_twice_does_not_hide_a_gap_in_its_pair(source, tmp_p
     log.write_bytes(b"".join(lines[:drop] + lines[drop + 1:]))  # lose one answer of a pair that also has duplicates
     resumed = run(s, tmp_path, adapter=OffScript(fix=True), batch_size=4, progress=False)
     assert resumed.asked == 1 and merge(tmp_path, write=False).missing == 0
+
+
+def test_filters_reach_vignette(source, tmp_path, capsys):
+    args = cli(source, tmp_path, "random", "--filter", "dimensions=religion", "--filter", "gender=female", python=False)
+    args[args.index("--sample") + 1] = "2"
+    assert run_main(args) == 0
+    frame = table(tmp_path).to_pandas()
+    assert set(frame["dimension"]) == {"religion"} and set(frame["gender"]) == {"female"} and frame["pair_id"].nunique() == 2
+    assert json.loads((tmp_path / "run.json").read_text())["dataset"]["selection"]["filters"]["dimensions"] == ["religion"]
