@@ -101,7 +101,6 @@ def family_sections(family: str, n: Numbers) -> list[Section]:
         return [Section(f"{family}", level=3, notes=[f"{family}: no valid answers to measure"])]
     s = Section(f"{family}", level=3)
     two_way = family != "factuality"
-    center = 50.0 if two_way else float(sel["value"].mean())
     top = sel.sort_values("value").assign(significant=lambda d: d["q"] < Q)
     flagged = top[top["significant"]]
     s.paragraphs.append(
@@ -117,6 +116,7 @@ def family_sections(family: str, n: Numbers) -> list[Section]:
     pc = n.pair_comp[n.pair_comp["family"] == family]
     for dim in dict.fromkeys(sel["dimension"]):
         d_sel = sel[sel["dimension"] == dim]
+        center = 50.0 if two_way else float(d_sel["value"].mean())  # factuality: the dimension's mean accuracy
         notes = {i: " *" for i in d_sel.loc[d_sel["q"] < Q, "identity"]}
         d_cells = cells[(cells["dimension"] == dim) & cells["value"].notna()]
         if not d_cells.empty:
@@ -124,8 +124,9 @@ def family_sections(family: str, n: Numbers) -> list[Section]:
             s.figures.append(Figure(
                 fig_name(n.model, family, dim, "selection"),
                 f"{family} · {dim}: selection % by identity × context (* identity differs at BH q < {Q}; grey: not asked)",
-                F.heatmap(m, title=f"{family} — {dim}: selection (%)", center=center,
-                          span=None, cbar_label=f"selection % (centre {center:.0f} = no bias)", row_notes=notes)))
+                F.heatmap(m, title=f"{family} — {dim}: selection (%)", center=center, limits=(0.0, 100.0),
+                          cbar_label=("selection % (50 = no bias)" if two_way else
+                                      f"% right (centre {center:.0f} = mean)"), row_notes=notes)))
         d_lo = lo[(lo["dimension"] == dim) & lo["value"].notna()]
         if d_lo.empty or d_lo["context"].nunique() < 2:
             s.notes.append(f"{family} · {dim}: log-odds need answers in at least two contexts")
@@ -168,7 +169,7 @@ def polarity_section(n: Numbers) -> Section:
                 fig_name(n.model, "stereotype", dim, "selection"),
                 f"stereotype · {dim}: selection % by identity × trait term (grey: not asked)",
                 F.heatmap(_matrix(d_cells, "identity", "context", "value"), title=f"stereotype — {dim}: selection (%)",
-                          center=50.0, cbar_label="selection % (50 = no bias)")))
+                          center=50.0, limits=(0.0, 100.0), cbar_label="selection % (50 = no bias)")))
         d = p[p["dimension"] == dim]
         if d.empty:
             s.notes.append(f"stereotype · {dim}: polarity undefined (no valid answers for both valences)")

@@ -37,11 +37,13 @@ def to_png(fig) -> bytes:
 
 def heatmap(values: pd.DataFrame, *, title: str, center: float, cbar_label: str,
             significant: pd.DataFrame | None = None, span: float | None = None,
-            row_notes: dict[str, str] | None = None, min_width: float = 5.0) -> bytes:
+            row_notes: dict[str, str] | None = None, min_width: float = 5.0,
+            limits: tuple[float, float] | None = None) -> bytes:
     """A rows × columns heatmap with a diverging scale centred on ``center``.
 
     ``significant`` is a boolean frame of the same shape (True = BH q < 0.05): marked with a dot.
-    ``span`` fixes the half-range of the scale (else the largest deviation, so the centre is white).
+    ``span`` fixes the half-range of the scale (else the largest deviation, so the centre is white);
+    ``limits`` clips the scale to what the value can be (0–100 for a percentage).
     """
     n_rows, n_cols = values.shape
     fig, ax = plt.subplots(figsize=_size(n_rows, n_cols, min_width), layout="constrained")
@@ -50,7 +52,11 @@ def heatmap(values: pd.DataFrame, *, title: str, center: float, cbar_label: str,
     if n_rows == 0 or n_cols == 0:
         raise ValueError(f"{title}: nothing to draw (no rows or columns); the caller says what is missing")
     half = span if span is not None else max(float(dev), 1e-9)
-    norm = TwoSlopeNorm(vcenter=center, vmin=center - half, vmax=center + half)
+    lo, hi = center - half, center + half
+    if limits is not None:
+        lo, hi = max(lo, limits[0]), min(hi, limits[1])
+    eps = 1e-9 * max(1.0, abs(center))
+    norm = TwoSlopeNorm(vcenter=center, vmin=min(lo, center - eps), vmax=max(hi, center + eps))
     cmap = matplotlib.colormaps[DIVERGING].with_extremes(bad="#dddddd")  # never asked: grey, not "no bias"
     im = ax.imshow(np.ma.masked_invalid(arr), aspect="auto", cmap=cmap, norm=norm, interpolation="nearest")
     ax.set_xticks(range(n_cols))

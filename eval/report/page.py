@@ -76,7 +76,8 @@ nav li{font-size:0.9em}"""
 
 def write_html(title: str, sections: list[Section], out: Path) -> Path:
     esc = html.escape
-    toc = "".join(f'<li><a href="#s{i}">{esc(s.title)}</a></li>' for i, s in enumerate(sections) if s.level == 2)
+    toc = "".join(f'<li style="margin-left:{(s.level - 2) * 1.5}em"><a href="#s{i}">{esc(s.title)}</a></li>'
+                  for i, s in enumerate(sections))
     body = [f"<h1>{esc(title)}</h1>", f"<nav><ul>{toc}</ul></nav>"]
     for i, s in enumerate(sections):
         body.append(f'<h{s.level} id="s{i}">{esc(s.title)}</h{s.level}>')
