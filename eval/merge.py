@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from dataset_builder.taxonomy import load_taxonomy
 from eval.questions import QuestionBuilder, Variants
-from eval.runlog import part_paths, scan_part
+from eval.runlog import iter_part, part_paths, tail_state
 
 RESPONSES = "responses.parquet"
 PLAN = "plan.parquet"
@@ -92,9 +92,8 @@ def merge(run_dir: str | Path, write: bool = True, allow_gaps: bool = False) -> 
     latest: dict[str, dict[str, Any]] = {}
     rows = torn = 0
     for path in part_paths(run_dir):
-        scan = scan_part(path)
-        torn += scan.torn
-        for row in scan.rows:
+        torn += tail_state(path)[1]
+        for row in iter_part(path):
             latest[row["question_id"]] = row
             rows += 1
     order = list(planned_ids(run_dir))

@@ -36,37 +36,50 @@ class PartScan:
     torn: bool  # whether the file ends in a partial line
 
 
+def tail_state(path: Path) -> tuple[int, bool]:
+    """(bytes up to the end of the last complete line, whether a torn line follows), reading only the tail."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        end = size
+        while end > 0:
+            start = max(0, end - 65536)
+            f.seek(start)
+            chunk = f.read(end - start)
+            cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                good = start + cut + 1
+                return good, good < size
+            end = start
+    return 0, size > 0
+
+
+def iter_part(path: Path) -> Iterator[dict[str, Any]]:
+    """The complete rows of one part, streamed; a last line without its newline (a torn write) is left out."""
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.endswith(b"\n"):
+                return  # torn last line
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as e:
+                raise LogCorrupt(
+                    f"{path}, line {number}: not valid JSON ({e.msg}); only a torn last line is expected after a crash. "
+                    f"Move the file aside (and rerun to re-ask its questions) or repair the line."
+                ) from None
+
+
 def scan_part(path: Path) -> PartScan:
-    """Read one part; a last line without its newline (a torn write) is left out."""
-    data = path.read_bytes()
-    end = data.rfind(b"\n") + 1
-    rows = []
-    for number, line in enumerate(data[:end].splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            raise LogCorrupt(
-                f"{path}, line {number}: not valid JSON ({e.msg}); only a torn last line is expected after a crash. "
-                f"Move the file aside (and rerun to re-ask its questions) or repair the line."
-            ) from None
-    return PartScan(rows, end, torn=end < len(data))
+    """All complete rows of one part, and where its torn tail (if any) starts."""
+    good, torn = tail_state(path)
+    return PartScan(list(iter_part(path)), good, torn)
 
 
 def read_rows(run_dir: str | Path) -> Iterator[dict[str, Any]]:
-    """Every complete answer row of every part, in part then line order."""
+    """Every complete answer row of every part, in part then line order (streamed)."""
     for path in part_paths(run_dir):
-        yield from scan_part(path).rows
-
-
-def done_ids(run_dir: str | Path, retry_invalid: bool = False) -> set[str]:
-    """Question ids already answered in any part (with ``retry_invalid``, only validly answered ones)."""
-    done: set[str] = set()
-    for row in read_rows(run_dir):
-        if row.get("valid") or not retry_invalid:
-            done.add(row["question_id"])
-    return done
+        yield from iter_part(path)
 
 
 class PartWriter:
@@ -77,11 +90,11 @@ class PartWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.repaired_bytes = 0
         if path.exists():
-            scan = scan_part(path)
-            if scan.torn:
-                self.repaired_bytes = path.stat().st_size - scan.good_bytes
+            good, torn = tail_state(path)
+            if torn:
+                self.repaired_bytes = path.stat().st_size - good
                 with open(path, "r+b") as f:
-                    f.truncate(scan.good_bytes)
+                    f.truncate(good)
                     f.flush()
                     os.fsync(f.fileno())
         self._file = open(path, "ab")

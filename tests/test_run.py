@@ -243,3 +243,19 @@ def test_filters_reach_vignette(source, tmp_path, capsys):
     frame = table(tmp_path).to_pandas()
     assert set(frame["dimension"]) == {"religion"} and set(frame["gender"]) == {"female"} and frame["pair_id"].nunique() == 2
     assert json.loads((tmp_path / "run.json").read_text())["dataset"]["selection"]["filters"]["dimensions"] == ["religion"]
+
+
+def test_log_tail_is_found_past_long_torn_writes(tmp_path):
+    from eval.runlog import PartWriter, iter_part, tail_state
+
+    log = tmp_path / "part-00000.jsonl"
+    with PartWriter(log) as writer:
+        writer.append([{"question_id": "a", "pair_id": "p"}, {"question_id": "b", "pair_id": "p"}])
+    good = log.stat().st_size
+    with open(log, "ab") as f:
+        f.write(b'{"question_id": "c", "raw": "' + b"x" * 200_000)  # torn, longer than one read chunk
+    assert tail_state(log) == (good, True) and [r["question_id"] for r in iter_part(log)] == ["a", "b"]
+    with PartWriter(log) as writer:  # reopening cuts the torn tail before appending
+        assert writer.repaired_bytes == 200_000 + 29
+        writer.append([{"question_id": "c", "pair_id": "p"}])
+    assert [r["question_id"] for r in iter_part(log)] == ["a", "b", "c"] and tail_state(log)[1] is False
