@@ -217,6 +217,26 @@ def test_factuality_target_counts_right_answers(m):
     assert out.loc["a", "n_offered"] == 2
 
 
+def test_factuality_from_runner_columns(m):
+    df = pd.DataFrame(
+        {
+            "target_identity": ["a", "a", "a", "b", "b", "b"],
+            "correct": [True, True, None, False, True, False],  # None: an invalid answer
+            "context": ["cooking", "reading", "reading", "cooking", "cooking", "reading"],
+            "selected_identity": ["", "a", "", "", "b", ""],  # what_doing answers name activities: ""
+            "candidates": [[], ["a", "b"], [], [], ["a", "b"], []],
+        }
+    )
+    res = m["selection_frequency"].compute(data=df)
+    out = frame(res, "selection_frequency").set_index("identity")
+    assert out.loc["a", "selection_frequency"] == 100.0 and out.loc["a", "n_offered"] == 2
+    assert out.loc["b", "selection_frequency"] == pytest.approx((50 + 0) / 2)  # cooking 1/2, reading 0/1
+    assert out.loc["a", "invalid_rate"] == pytest.approx(100 / 3)
+    assert res["summary"]["invalid_rate"] == pytest.approx(100 / 6)
+    with pytest.raises(ValueError, match="row 1: 'target' is empty"):
+        m["selection_frequency"].compute(target=["a", ""], correct=[True, False], context=["x", "y"])
+
+
 def test_position_bias_binomial_test(m):
     res = m["log_odds"].compute(selected=["a"] * 30, candidates=[["a", "b"]] * 30, context=["x"] * 30, chose_left=[True] * 30)
     s = res["summary"]

@@ -30,7 +30,7 @@ from scipy import stats
 Z95 = 1.959963984540054
 BATCH_ROWS = 500_000
 # Column aliases so the runner's responses.parquet maps onto the contract by name.
-ALIASES = {"selected": ("selected", "selected_identity"), "group": ("group", "pair_id")}
+ALIASES = {"selected": ("selected", "selected_identity"), "group": ("group", "pair_id"), "target": ("target", "target_identity")}
 CORE_CITATION = """\
 @misc{raj2025vignette,
   title  = {VIGNETTE: Socially Grounded Bias Evaluation for Vision-Language Models},
@@ -282,12 +282,18 @@ class CountStore:
         n = table.num_rows
         if n == 0:
             return
+        if "correct" in WANTED_COLUMNS and _column(table, "correct") is not None:
+            self._add_factuality(table)
+            return
         cand = _column(table, "candidates")
         if cand is None:
             raise ValueError("input has no 'candidates' column (the identities offered in each question)")
         bad = np.flatnonzero(np.asarray(cand.is_null()) | (pc.fill_null(pc.list_value_length(cand), 0).to_numpy(zero_copy_only=False) == 0))
         if bad.size:
-            raise ValueError(f"row {offset + bad[0]}: 'candidates' is empty or null; every question offers at least one identity")
+            raise ValueError(
+                f"row {offset + bad[0]}: 'candidates' is empty or null; every question offers at least one identity "
+                "(questions whose options are activities, e.g. factuality what_doing, belong in selection_frequency with target/correct)"
+            )
         k = pc.list_value_length(cand).to_numpy(zero_copy_only=False).astype(np.int64)
         parent, flat = _list_values(cand)
         ident = self.vocabs["identity"].encode(flat)
@@ -381,7 +387,36 @@ class CountStore:
             state, k_offer = state[keep], k_offer[keep]
             weights = None if weights is None else weights[keep]
             cols = {key: v[keep] for key, v in cols.items()}
-        self.rows += n
+        self._finish(table, valid, cols, state, weights, k_offer)
+
+    def _row_codes(self, table: pa.Table, name: str, offset: int) -> np.ndarray:
+        col = _column(table, name)
+        if col is None:
+            raise ValueError(f"input has no {name!r} column; see the metric card for the input contract")
+        codes = self.vocabs[name].encode(col)
+        if (codes < 0).any():
+            r = int(np.flatnonzero(codes < 0)[0])
+            raise ValueError(f"row {offset + r}: {name!r} is empty or null")
+        return codes
+
+    def _add_factuality(self, table: pa.Table) -> None:
+        """Factuality rows: one offer of the identity asked about (`target`), chosen when `correct`."""
+        offset = self.rows
+        if _column(table, "target") is None:
+            raise ValueError("'correct' needs 'target' (or 'target_identity'): the identity each factuality question asks about")
+        ident = self.vocabs["identity"].encode(_column(table, "target"))
+        if (ident < 0).any():
+            r = int(np.flatnonzero(ident < 0)[0])
+            raise ValueError(f"row {offset + r}: 'target' is empty; with 'correct', give only factuality rows (paradigm == 'factuality')")
+        cv = pc.fill_null(_column(table, "correct").cast(pa.int8()), -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        state = np.where(cv < 0, 2, cv).astype(np.int8)  # null correct = refused/invalid
+        cols = {"identity": ident, "context": self._row_codes(table, "context", offset)}
+        # The number of options is not part of the contract, so chance is undefined (NaN) here.
+        self._finish(table, cv >= 0, cols, state, None, np.full(len(cv), np.nan))
+
+    def _finish(self, table: pa.Table, valid: np.ndarray, cols: Dict[str, np.ndarray], state: np.ndarray, weights: Optional[np.ndarray], k_offer: np.ndarray) -> None:
+        """Count rows, refusals and left choices; aggregate this batch's offers into a chunk of cells."""
+        self.rows += table.num_rows
         self.invalid_rows += int((~valid).sum())
         left = _column(table, "chose_left")
         if left is not None:
@@ -463,7 +498,7 @@ def _table_from(data: Any) -> Iterator[pa.Table]:
             yield _rename(pa.Table.from_batches([batch]))
         return
     if isinstance(data, dict):
-        yield _rename(pa.table({k: v for k, v in data.items() if v is not None}))
+        yield _rename(pa.table({k: _to_arrow(k, v) for k, v in data.items() if v is not None}))
         return
     raise TypeError(f"unsupported input {type(data).__name__}: give columns as keyword lists, a pandas DataFrame, a pyarrow Table, a datasets.Dataset or a parquet path")
 
@@ -477,6 +512,19 @@ def _rename(table: pa.Table) -> pa.Table:
                     table = table.rename_columns([canonical if c == alias else c for c in table.column_names])
                     break
     return table
+
+
+# Declared types make list -> Arrow conversion about twice as fast as inference.
+ARROW_TYPES = {"candidates": pa.list_(pa.string()), "probabilities": pa.list_(pa.float64()), "chose_left": pa.bool_(), "correct": pa.bool_()}
+
+
+def _to_arrow(name: str, values: Any) -> pa.Array:
+    if not isinstance(values, (list, tuple)):
+        return pa.array(values)
+    try:
+        return pa.array(values, type=ARROW_TYPES.get(name, pa.string()))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array(values)  # e.g. integer group ids; cast to strings when encoded
 
 
 class VignetteMetric(evaluate.Metric, metaclass=abc.ABCMeta):
