@@ -42,6 +42,8 @@ from eval.questions import CONFIG_PARADIGMS, CONFIGS, PARADIGMS, Question, Quest
 from eval.runlog import LOG_DIR, PartWriter, part_path, read_rows
 
 SESSIONS = "sessions.jsonl"
+# Adapter provenance keys that change the answers: a resumed run must keep them.
+ANSWER_KEYS = ("model_id", "model_revision", "adapter", "mode", "temperature", "top_p", "score_norm", "seed", "sampling", "dtype")
 PAIR_COLUMNS = (
     "pair_id", "index", "config", "gender", "dimension", "identity_left", "identity_right", "form_left", "form_right",
     "activity_left", "activity_right", "key_left", "key_right", "swapped",
@@ -206,13 +208,18 @@ def _check_or_write_run_json(run_dir: Path, record: dict[str, Any]) -> None:
         _write_json_atomic(path, record)
         return
     old = json.loads(path.read_text())
-    for key in ("settings", "template_hash"):
-        if old.get(key) != record[key]:
-            raise RunError(f"{path}: this folder holds a run with other {key} ({old.get(key)} != {record[key]}); "
-                           f"resume with the same options or choose another --out")
-    model_keys = ("model_id", "model_revision")
-    if {k: old["model"].get(k) for k in model_keys} != {k: record["model"].get(k) for k in model_keys}:
-        raise RunError(f"{path}: answers in this folder come from model {old['model'].get('model_id')!r}; use another --out")
+    # The model spec may change between sessions in what does not change answers (batch size, device,
+    # concurrency: e.g. a smaller batch after running out of memory); each session logs its own.
+    strip = lambda settings: {k: v for k, v in settings.items() if k != "model"}  # noqa: E731
+    if strip(old.get("settings", {})) != strip(record["settings"]):
+        raise RunError(f"{path}: this folder holds a run with other settings ({old.get('settings')} != {record['settings']}); "
+                       f"resume with the same options or choose another --out")
+    if old.get("template_hash") != record["template_hash"]:
+        raise RunError(f"{path}: the questions' wording changed since this run started (template hash "
+                       f"{old.get('template_hash')} != {record['template_hash']}); finish it with the old code or use another --out")
+    before, now = ({k: m.get(k) for k in ANSWER_KEYS} for m in (old["model"], record["model"]))
+    if before != now:
+        raise RunError(f"{path}: answers in this folder come from {before}, this session would give {now}; use another --out")
 
 
 def _plan(run_dir: Path, source: PairSource, settings: RunSettings) -> Dataset:
@@ -294,7 +301,7 @@ def run(
     writer = PartWriter(part_path(run_dir, shard.rank))
     session = {"rank": shard.rank, "world_size": shard.world_size, "host": socket.gethostname(), "pid": os.getpid(),
                "started": time.time(), "already_answered": already, "repaired_torn_bytes": writer.repaired_bytes,
-               "batch_size": batch_size, "argv": sys.argv}
+               "batch_size": batch_size, "model_spec": settings.model, "model": record["model"], "argv": sys.argv}
     with open(run_dir / LOG_DIR / SESSIONS, "a") as f:
         f.write(json.dumps(session) + "\n")
 

@@ -78,6 +78,10 @@ def test_run_writes_schema_provenance_and_resumes_as_noop(source, tmp_path):
     assert table(tmp_path).equals(t)
     with pytest.raises(RunError, match="other settings"):
         run(settings(source, seed=6), tmp_path, progress=False)
+    with pytest.raises(RunError, match="answers in this folder come from"):
+        run(settings(source, sample=4, model="random:seed=9"), tmp_path, progress=False)
+    # a spec change that does not change answers (here: latency) resumes
+    assert run(settings(source, sample=4, model="random:delay=0.001"), tmp_path, progress=False).skipped == t.num_rows
 
 
 def test_sigkill_midway_then_restart_equals_uninterrupted_run(source, tmp_path, capsys):
