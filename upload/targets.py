@@ -163,7 +163,7 @@ def stage_metric_space(metrics_dir: Path, name: str, repo_id: str, stage: Path) 
     meta["sdk"], meta["app_file"], meta["sdk_version"] = "gradio", "app.py", GRADIO_SDK_VERSION
     tags = list(meta.get("tags") or [])
     meta["tags"] = tags + [t for t in ("evaluate", "metric") if t not in tags]
-    (out / "README.md").write_text("---\n" + yaml.safe_dump(meta, sort_keys=False) + "---\n" + body, encoding="utf-8")
+    (out / "README.md").write_text("---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n" + body, encoding="utf-8")
     (out / "app.py").write_text(APP_PY.format(repo_id=repo_id), encoding="utf-8")
     (out / "requirements.txt").write_text("\n".join(module_requirements(src / f"{name}.py")) + "\n", encoding="utf-8")
     return out
