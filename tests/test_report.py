@@ -170,3 +170,28 @@ def test_report_on_a_real_runner_run(tmp_path):
         "--out", str(tmp_path / "run"), "--no-progress")
     text = make_report([tmp_path / "run"], tmp_path / "out")[0].read_text()
     assert "reference/random" in text and "polarity" in text
+
+
+def test_news_results_section(tmp_path):
+    from eval.judge import DIMENSIONS
+    from eval.news.results import scatter, summarise
+
+    rows = []
+    for model in ("model-a", "model-b"):
+        for i, attribute in enumerate(("age", "gender", "race", "sport", "occupation") * 2):
+            row = {"model": model, "item_id": f"{attribute}-{i}", "attribute": attribute, "answer_valid": i != 3}
+            for d in DIMENSIONS:
+                failed = d == "bias" and i == 7
+                row[f"{d}_state"] = "failed" if failed else ("scored" if i != 3 else "pending")
+                row[f"{d}_score"] = float(10 * (i % 5) + (5 if model == "model-b" else 0)) if not failed else None
+            rows.append(row)
+    news = tmp_path / "news"
+    news.mkdir()
+    summary = summarise(pd.DataFrame(rows))
+    summary.to_csv(news / "news_summary.csv", index=False)
+    scatter(summary, news / "news_bias_vs_faithfulness.png")
+    run = write_run(tmp_path / "run", SimSpec(dimensions=("gender",), n_activities=2, paradigms=("decision",)))
+    text = make_report([run], tmp_path / "out", news=news)[0].read_text()
+    assert "News subset" in text and "model-b" in text and "news-bias-faithfulness.png" in text
+    text = make_report([run], tmp_path / "out2", news=tmp_path / "nowhere")[0].read_text()
+    assert "news_summary.csv is missing" in text

@@ -1,4 +1,4 @@
-"""python -m eval.report RUN_DIR [RUN_DIR ...] [--out DIR]
+"""python -m eval.report RUN_DIR [RUN_DIR ...] [--out DIR] [--news NEWS_RESULTS_DIR]
 
 Writes DIR/report.md (+ DIR/figures/*.png) and DIR/report.html (one self-contained page).
 Runs of the same model (e.g. its identity_contrast and portraits runs) are read together;
@@ -16,9 +16,13 @@ from eval.report.page import write_html, write_markdown
 from eval.report.runs import RunError, load_run
 
 
-def make_report(run_dirs: list[str | Path], out: str | Path) -> tuple[Path, Path]:
+def make_report(run_dirs: list[str | Path], out: str | Path, news: str | Path | None = None) -> tuple[Path, Path]:
     runs = [load_run(d) for d in run_dirs]
     title, sections = build(runs)
+    if news is not None:
+        from eval.report.news import news_section
+
+        sections.append(news_section(news))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     return write_markdown(title, sections, out), write_html(title, sections, out)
@@ -29,9 +33,10 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="folders with responses.parquet and run.json")
     p.add_argument("--out", default="report", help="output folder (default: ./report)")
+    p.add_argument("--news", help="folder written by `python -m eval.news.results` to add as a section")
     args = p.parse_args(argv)
     try:
-        md, page = make_report(args.run_dirs, args.out)
+        md, page = make_report(args.run_dirs, args.out, args.news)
     except RunError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
