@@ -70,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
                 raise UploadError("dataset: give --source DIR (the folder with README.md, taxonomy/, renders/)")
             steps = dataset_plan(Path(args.source), args.repo, private=args.private,
                                  remote=_listing(api, args.repo, "dataset", consult))
+            from upload.card import START
+
+            if START not in (Path(args.source) / "README.md").read_text():
+                print(f"note: {args.source}/README.md lacks the pair counts, cautions and placeholder sections; "
+                      f"run `python -m upload card --source {args.source}` first", file=sys.stderr)
         elif args.target == "metrics":
             stage = Path(args.stage or tempfile.mkdtemp(prefix="vignette-spaces-"))
             remotes = {f"{args.repo}/{n}": _listing(api, f"{args.repo}/{n}", "space", consult)
