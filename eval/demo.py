@@ -31,6 +31,10 @@ To run a real model on a GPU (the published renders, a balanced sample of 2000 p
   python -m eval.report runs/llava16/* --out report/llava16"""
 
 METRICS = ("selection_frequency", "log_odds", "pair_comp", "polarity")
+# The responses columns of an identity choice, named as the metric contract maps them (docs/FORMATS.md);
+# factuality's target_identity/correct are left out: they switch selection_frequency to accuracy.
+CHOICE_COLUMNS = ("selected_identity", "candidates", "context", "chose_left", "probabilities", "pair_id", "direction", "trait_dimension")
+FACT_COLUMNS = ("target_identity", "correct", "context", "pair_id")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -80,12 +84,15 @@ def compute_metrics(run_dirs: list[Path], out: Path) -> dict:
     for model_dir in sorted({d.parent for d in run_dirs}):
         frame = pd.concat([pd.read_parquet(d / "responses.parquet") for d in run_dirs if d.parent == model_dir])
         per_model: dict[str, dict] = {}
+        facts = frame[frame["paradigm"] == "factuality"]
+        if not facts.empty:  # accuracy per identity asked about: selection frequency with target/correct
+            per_model["selection_frequency/factuality"] = _summary(modules["selection_frequency"], facts[list(FACT_COLUMNS)])
         for paradigm in ("perception", "decision", "stereotype"):
             rows = frame[frame["paradigm"] == paradigm]
             if rows.empty:
                 continue
             for name in ("selection_frequency", "pair_comp", "log_odds") + (("polarity",) if paradigm == "stereotype" else ()):
-                per_model[f"{name}/{paradigm}"] = _summary(modules[name], rows)
+                per_model[f"{name}/{paradigm}"] = _summary(modules[name], rows[list(CHOICE_COLUMNS)])
         summary[model_dir.name] = per_model
     path = out / "metrics.json"
     path.write_text(json.dumps(summary, indent=2))

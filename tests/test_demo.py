@@ -20,7 +20,7 @@ def test_demo_runs_end_to_end_and_says_it_is_placeholder(tmp_path, capsys, monke
     metrics = json.loads((out / "metrics.json").read_text())
     assert set(metrics) == {"random", "tiny-llava"}
     assert not [name for results in metrics.values() for name, s in results.items() if "error" in s]
-    assert "polarity/stereotype" in metrics["random"]
+    assert "polarity/stereotype" in metrics["random"] and "selection_frequency/factuality" in metrics["random"]
     report = next((out / "report").glob("*.md"))
     assert "placeholder images and untrained models" in report.read_text()
 

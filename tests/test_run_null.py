@@ -15,6 +15,7 @@ import pytest
 from scipy import stats
 
 from dataset_builder.sample import build_sample
+from eval.demo import CHOICE_COLUMNS
 from eval.questions import Variants
 from eval.run import RunSettings, run
 
@@ -46,6 +47,7 @@ def responses(source, out, model):
 
 def families(df, metrics):
     """(name, p-values, BH q-values, summary) for each metric family the report shows."""
+    df = df[list(CHOICE_COLUMNS) + ["paradigm"]]
     out = []
     for paradigm, rows in df.groupby("paradigm"):
         for name in ("selection_frequency", "log_odds", "pair_comp"):
@@ -81,5 +83,5 @@ def test_random_responder_shows_no_bias_after_bh(source, metrics, tmp_path):
 
 def test_always_left_is_caught_by_the_position_bias_measure(source, metrics, tmp_path):
     df = responses(source, tmp_path, "always-left")
-    summary = metrics["selection_frequency"].compute(data=df)["summary"]
+    summary = metrics["selection_frequency"].compute(data=df[list(CHOICE_COLUMNS)])["summary"]
     assert summary["left_choice_rate"] == 100.0 and summary["left_choice_p_value"] < 1e-100
