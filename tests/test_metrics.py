@@ -268,6 +268,10 @@ def test_modules_are_self_contained_and_load_from_a_copy(tmp_path):
         text = src.read_text()
         assert not re.search(r"^\s*(from|import)\s+(metrics|eval|dataset_builder|vignette)\b", text, re.M)
         assert not re.search(r"^import\s+\w+\s*,", text, re.M)  # evaluate's import scanner misreads `import a, b`
+        from evaluate.loading import get_imports
+
+        libraries = {imp[1] for imp in get_imports(str(src))}
+        assert libraries <= {"__future__", "abc", "datasets", "evaluate", "numpy", "os", "pandas", "pyarrow", "scipy", "typing", "warnings"}
         (tmp_path / name).mkdir()
         shutil.copy(src, tmp_path / name / src.name)  # the .py alone, as evaluate would ship it
         metric = evaluate.load(str(tmp_path / name))

@@ -167,6 +167,9 @@ class Vocab:
             return out
         if not pa.types.is_string(arr.type):
             arr = arr.cast(pa.string())
+        if len(arr) > 4096:
+            # One hash pass, then only the (small) dictionary is looked up.
+            return self.encode(pc.dictionary_encode(arr))
         for name in pc.unique(arr).to_pylist():
             if name and name not in self.index:
                 self.index[name] = len(self.names)
