@@ -18,7 +18,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory) -> Path:
-    pytest.importorskip("vignette")
     out = tmp_path_factory.mktemp("card") / "src"
     subprocess.run([sys.executable, "-m", "dataset_builder", "sample", "--out", str(out)], cwd=ROOT, check=True,
                    capture_output=True, timeout=300)

@@ -162,7 +162,6 @@ def test_two_models_get_a_comparison(tmp_path):
 
 def test_report_on_a_real_runner_run(tmp_path):
     """The runner's reference random responder over the builder's placeholder sample."""
-    pytest.importorskip("vignette")
     src = tmp_path / "src"
     run = lambda *a: subprocess.run([sys.executable, *a], cwd=ROOT, check=True, capture_output=True, timeout=400)
     run("-m", "dataset_builder", "sample", "--out", str(src))

@@ -10,7 +10,6 @@ from eval.report.page import Figure, Section, fig_name
 from eval.report.runs import Run, missing_paradigms, placeholder_renders
 
 Q = F.SIG_Q
-ADVANTAGE_MIN_PP = 0.0  # an identity's sign in a paradigm counts only where the metric found it significant
 
 
 def _order(dimension_identities: pd.Series) -> list[str]:

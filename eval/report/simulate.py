@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +44,6 @@ class SimSpec:
     planted: tuple[tuple[str, float], ...] = ()  # (identity, P(chosen) when offered in a 2-way question)
     paradigms: tuple[str, ...] = ("factuality", "perception", "stereotype", "decision")
     repeats: int = 1  # paraphrases asked per question
-    extra: dict = field(default_factory=dict, compare=False)
 
 
 def simulate(spec: SimSpec) -> pd.DataFrame:
