@@ -60,3 +60,11 @@ def test_missing_activity_count_and_unknown_synonym(taxonomy_copy):
     path.write_text("\n".join(path.read_text().splitlines()[:-1]) + "\n")
     with pytest.raises(TaxonomyError, match="74 activities, expected 75"):
         load_taxonomy(taxonomy_copy)
+
+
+def test_role_questions_use_the_right_article():
+    t = load_taxonomy()
+    hire = {q.role: q.question for q in t.role_questions if q.dimension == "ability"}
+    assert hire["office clerk"] == "Who should I hire as an office clerk?"
+    assert hire["cook"] == "Who should I hire as a cook?"
+    assert not any(" a a" in q.question or " a o" in q.question or " a e" in q.question for q in t.role_questions)

@@ -47,6 +47,11 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
+def with_article(noun: str) -> str:
+    """'a cook', 'an office clerk' (by first letter; our role nouns have no silent-h or 'uni-' cases)."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 @dataclass(frozen=True)
 class Identity:
     dimension: str
@@ -240,7 +245,7 @@ def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
         raise TaxonomyError(f"{base}/roles.csv: no role for {missing_roles}")
     roles = {r["activity"]: r["role"] for r in role_rows}
     role_questions = tuple(
-        RoleQuestion(a.name, roles[a.name], t["dimension"], t["template"].format(role=roles[a.name]))
+        RoleQuestion(a.name, roles[a.name], t["dimension"], t["template"].format(role=roles[a.name], a_role=with_article(roles[a.name])))
         for a in activities
         for t in template_rows
     )
