@@ -194,3 +194,24 @@ def test_news_results_section(tmp_path):
     assert "News subset" in text and "model-b" in text and "news-bias-faithfulness.png" in text
     text = make_report([run], tmp_path / "out2", news=tmp_path / "nowhere")[0].read_text()
     assert "news_summary.csv is missing" in text
+
+
+def test_sparse_pair_comp_draws_a_square_matrix_or_says_why():
+    from eval.report.build import family_sections
+    from eval.report.numbers import EMPTY, Numbers
+
+    empty = {k: pd.DataFrame(columns=v) for k, v in EMPTY.items()}
+    sel = pd.DataFrame([{"family": "decision", "dimension": "age", "identity": i, "value": 50.0, "ci_low": 40.0,
+                         "ci_high": 60.0, "n": 10, "p": 1.0, "q": 1.0} for i in ("old", "young", "child")])
+    # only one direction defined (as in a tiny sample): rows and columns share no identity
+    pc = pd.DataFrame([{"family": "decision", "dimension": "age", "identity": "old", "other": "young", "value": 5.0,
+                        "p": 0.5, "q": 0.5}, {"family": "decision", "dimension": "age", "identity": "young",
+                        "other": "child", "value": float("nan"), "p": 1.0, "q": 1.0}])
+    n = Numbers("m", pd.DataFrame(), **{**empty, "selection": sel, "pair_comp": pc})
+    (s,) = family_sections("decision", n)
+    figs = [f for f in s.figures if f.name.endswith("paircomp")]
+    assert len(figs) == 1
+    assert any("log-odds need answers" in note for note in s.notes)
+    n = Numbers("m", pd.DataFrame(), **{**empty, "selection": sel, "pair_comp": pc.iloc[1:]})
+    (s,) = family_sections("decision", n)
+    assert not [f for f in s.figures if f.name.endswith("paircomp")] and any("PairComp undefined" in x for x in s.notes)

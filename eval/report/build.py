@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from eval.report import figures as F
@@ -39,6 +40,14 @@ def _sig(frame: pd.DataFrame, rows: str, cols: str) -> pd.DataFrame:
     f = frame.assign(_s=(frame["q"] < Q).astype(float))
     # a cell never tested is not significant (NaN would turn True under astype(bool))
     return f.pivot_table(index=rows, columns=cols, values="_s", aggfunc="first").fillna(0.0) > 0.5
+
+
+def _heat(s: Section, name: str, caption: str, matrix: pd.DataFrame, **kw) -> None:
+    """Add a heatmap, or say why there is none (never an empty figure)."""
+    if matrix.size == 0 or not np.isfinite(matrix.to_numpy(dtype=float)).any():
+        s.notes.append(f"{caption.split(':')[0]}: nothing to draw — no defined value in these answers")
+        return
+    s.figures.append(Figure(name, caption, F.heatmap(matrix, **kw)))
 
 
 def group_runs(runs: list[Run]) -> dict[str, list[Run]]:
@@ -120,22 +129,19 @@ def family_sections(family: str, n: Numbers) -> list[Section]:
         d_cells = cells[(cells["dimension"] == dim) & cells["value"].notna()]
         if not d_cells.empty:
             m = _matrix(d_cells, "identity", "context", "value")
-            s.figures.append(Figure(
-                fig_name(n.model, family, dim, "selection"),
-                f"{family} · {dim}: selection % by identity × context (* identity differs at BH q < {Q}; grey: not asked)",
-                F.heatmap(m, title=f"{family} — {dim}: selection (%)", center=center, limits=(0.0, 100.0),
-                          cbar_label=("selection % (50 = no bias)" if two_way else
-                                      f"% right (centre {center:.0f} = mean)"), row_notes=notes)))
+            _heat(s, fig_name(n.model, family, dim, "selection"),
+                  f"{family} · {dim}: selection % by identity × context (* identity differs at BH q < {Q}; grey: not asked)",
+                  m, title=f"{family} — {dim}: selection (%)", center=center, limits=(0.0, 100.0),
+                  cbar_label=("selection % (50 = no bias)" if two_way else f"% right (centre {center:.0f} = mean)"),
+                  row_notes=notes)
         d_lo = lo[(lo["dimension"] == dim) & lo["value"].notna()]
         if d_lo.empty or d_lo["context"].nunique() < 2:
             s.notes.append(f"{family} · {dim}: log-odds need answers in at least two contexts")
         else:
-            s.figures.append(Figure(
-                fig_name(n.model, family, dim, "logodds"),
-                f"{family} · {dim}: log-odds of selection in a context vs all others (dot: BH q < {Q})",
-                F.heatmap(_matrix(d_lo, "identity", "context", "value"), title=f"{family} — {dim}: log-odds",
-                          center=0.0, cbar_label="log-odds ratio (0 = no bias)",
-                          significant=_sig(d_lo, "identity", "context"))))
+            _heat(s, fig_name(n.model, family, dim, "logodds"),
+                  f"{family} · {dim}: log-odds of selection in a context vs all others (dot: BH q < {Q})",
+                  _matrix(d_lo, "identity", "context", "value"), title=f"{family} — {dim}: log-odds",
+                  center=0.0, cbar_label="log-odds ratio (0 = no bias)", significant=_sig(d_lo, "identity", "context"))
         d_pc = pc[(pc["dimension"] == dim) & pc["value"].notna()]
         if family == "factuality":
             pass  # one identity is asked about: no partner effect to measure
@@ -144,14 +150,13 @@ def family_sections(family: str, n: Numbers) -> list[Section]:
                            "is no 'with anyone else' to compare with")
         else:
             m = _matrix(d_pc, "identity", "other", "value")
-            m = m.reindex(columns=[c for c in m.index if c in m.columns])
-            s.figures.append(Figure(
-                fig_name(n.model, family, dim, "paircomp"),
-                f"{family} · {dim}: PairComp(row, column) = selection of row with column − with anyone else, pp "
-                f"(dot: BH q < {Q})",
-                F.heatmap(m, title=f"{family} — {dim}: PairComp (pp)", center=0.0,
-                          cbar_label="percentage points (0 = partner makes no difference)",
-                          significant=_sig(d_pc, "identity", "other"))))
+            both = _order(list(m.index) + list(m.columns))  # square: the same identities in the same order
+            _heat(s, fig_name(n.model, family, dim, "paircomp"),
+                  f"{family} · {dim}: PairComp(row, column) = selection of row with column − with anyone else, pp "
+                  f"(dot: BH q < {Q})",
+                  m.reindex(index=both, columns=both), title=f"{family} — {dim}: PairComp (pp)", center=0.0,
+                  cbar_label="percentage points (0 = partner makes no difference)",
+                  significant=_sig(d_pc, "identity", "other"))
     return [s]
 
 
@@ -164,20 +169,18 @@ def polarity_section(n: Numbers) -> Section:
     for dim in dict.fromkeys(n.polarity["dimension"]):
         d_cells = cells[(cells["dimension"] == dim) & cells["value"].notna()]
         if not d_cells.empty:
-            s.figures.append(Figure(
-                fig_name(n.model, "stereotype", dim, "selection"),
-                f"stereotype · {dim}: selection % by identity × trait term (grey: not asked)",
-                F.heatmap(_matrix(d_cells, "identity", "context", "value"), title=f"stereotype — {dim}: selection (%)",
-                          center=50.0, limits=(0.0, 100.0), cbar_label="selection % (50 = no bias)")))
+            _heat(s, fig_name(n.model, "stereotype", dim, "selection"),
+                  f"stereotype · {dim}: selection % by identity × trait term (grey: not asked)",
+                  _matrix(d_cells, "identity", "context", "value"), title=f"stereotype — {dim}: selection (%)",
+                  center=50.0, limits=(0.0, 100.0), cbar_label="selection % (50 = no bias)")
         d = p[p["dimension"] == dim]
         if d.empty:
             s.notes.append(f"stereotype · {dim}: polarity undefined (no valid answers for both valences)")
             continue
-        s.figures.append(Figure(
-            fig_name(n.model, "polarity", dim), f"stereotype · {dim}: polarity by trait dimension (dot: BH q < {Q})",
-            F.heatmap(_matrix(d, "identity", "trait_dimension", "value"), title=f"stereotype — {dim}: polarity (pp)",
-                      center=0.0, cbar_label="high − low valence selection, pp (0 = no bias)",
-                      significant=_sig(d, "identity", "trait_dimension"))))
+        _heat(s, fig_name(n.model, "polarity", dim), f"stereotype · {dim}: polarity by trait dimension (dot: BH q < {Q})",
+              _matrix(d, "identity", "trait_dimension", "value"), title=f"stereotype — {dim}: polarity (pp)",
+              center=0.0, cbar_label="high − low valence selection, pp (0 = no bias)",
+              significant=_sig(d, "identity", "trait_dimension"))
     return s
 
 
