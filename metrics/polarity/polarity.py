@@ -58,10 +58,11 @@ def fisher_exact_two_sided(a: Any, b: Any, c: Any, d: Any, chunk_terms: int = 2_
 
     Same test as scipy.stats.fisher_exact: the p-value sums the hypergeometric probabilities of
     all tables (same margins) no more likely than the observed one. Probabilities are built from
-    the exact ratio pmf(x+1)/pmf(x) outward over a window of +-38 sd around the mode (terms
-    beyond it are below 1e-300 of the mode), in chunks of about `chunk_terms` terms so memory
-    stays bounded; ties are judged with R's relative tolerance 1e-7. A table with a zero row or
-    column sum has p = 1.0 (as scipy). Fractional (expected) counts are rounded first.
+    the exact ratio pmf(x+1)/pmf(x) over a window around the mode and the observed value; the
+    window grows until the pmf's log-concavity bounds everything outside it below 1e-16 of the
+    p-value. Work runs in chunks of about `chunk_terms` terms, so memory stays bounded. Ties are
+    judged with R's relative tolerance 1e-7. A table with a zero row or column sum has p = 1.0
+    (as scipy). Fractional (expected) counts are rounded first.
     """
     a, b, c, d = (np.rint(np.asarray(x, dtype=float)).astype(np.int64).ravel() for x in (a, b, c, d))
     p = np.ones(a.shape, dtype=float)
@@ -72,24 +73,31 @@ def fisher_exact_two_sided(a: Any, b: Any, c: Any, d: Any, chunk_terms: int = 2_
     big = (n1 + n2).astype(float)
     mode = ((n + 1) * (n1 + 1) / (n1 + n2 + 2)).astype(np.int64)
     sd = np.sqrt(n * (n1 / big) * (n2 / big) * np.maximum(big - n, 0.0) / np.maximum(big - 1.0, 1.0))
-    half = np.ceil(38.0 * sd).astype(np.int64) + 50
-    lo = np.maximum(np.maximum(0, n - n2), np.minimum(a, mode - half))
-    hi = np.minimum(np.minimum(n, n1), np.maximum(a, mode + half))
-    ends = np.cumsum(hi - lo + 1)
+    half = np.ceil(np.sqrt((a - mode) ** 2 + 60.0 * sd**2)).astype(np.int64) + 10
+    sup_lo, sup_hi = np.maximum(0, n - n2), np.minimum(n, n1)
     out = np.empty(len(a))
-    first = 0
-    while first < len(a):
-        base = ends[first - 1] if first else 0
-        last = max(int(np.searchsorted(ends, base + chunk_terms, side="right")), first + 1)
-        sl = slice(first, last)
-        out[sl] = _fisher_windows(a[sl], n1[sl], n2[sl], n[sl], lo[sl], hi[sl])
-        first = last
+    todo = np.arange(len(a))
+    while todo.size:
+        lo = np.maximum(sup_lo[todo], np.minimum(a[todo], mode[todo] - half[todo]))
+        hi = np.minimum(sup_hi[todo], np.maximum(a[todo], mode[todo] + half[todo]))
+        ends = np.cumsum(hi - lo + 1)
+        done = np.zeros(todo.size, dtype=bool)
+        first = 0
+        while first < todo.size:
+            base = ends[first - 1] if first else 0
+            last = max(int(np.searchsorted(ends, base + chunk_terms, side="right")), first + 1)
+            sl = slice(first, last)
+            t = todo[sl]
+            out[t], done[sl] = _fisher_windows(a[t], n1[t], n2[t], n[t], lo[sl], hi[sl], sup_lo[t], sup_hi[t])
+            first = last
+        todo = todo[~done]
+        half[todo] *= 4
     p[live] = out
     return p
 
 
-def _fisher_windows(a: np.ndarray, n1: np.ndarray, n2: np.ndarray, n: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """p-values for tables whose support windows [lo, hi] (containing a and the mode) are summed."""
+def _fisher_windows(a: np.ndarray, n1: np.ndarray, n2: np.ndarray, n: np.ndarray, lo: np.ndarray, hi: np.ndarray, sup_lo: np.ndarray, sup_hi: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """p-values summed over windows [lo, hi] (holding a and the mode), and whether each window sufficed."""
     length = hi - lo + 1
     starts = np.concatenate([[0], np.cumsum(length)[:-1]])
     seg = np.repeat(np.arange(len(a)), length)
@@ -99,6 +107,9 @@ def _fisher_windows(a: np.ndarray, n1: np.ndarray, n2: np.ndarray, n: np.ndarray
         step = np.log((n1s - xf) * (ns - xf)) - np.log((xf + 1.0) * (n2s - ns + xf + 1.0))
     del n1s, n2s, ns, xf
     last = starts + length - 1
+    # Log-concavity: steps only fall, so the first and last real steps bound the decay outside.
+    step_first = np.where(length > 1, step[starts], 0.0)
+    step_last = np.where(length > 1, step[np.maximum(last - 1, 0)], 0.0)
     step[last] = 0.0
     # Make each window's steps sum to zero so the running sum restarts near 0 (no drift).
     step[last] = -np.add.reduceat(step, starts)
@@ -110,7 +121,14 @@ def _fisher_windows(a: np.ndarray, n1: np.ndarray, n2: np.ndarray, n: np.ndarray
     observed = logr[starts + (a - lo)]
     weight = np.exp(logr)
     extreme = logr <= observed[seg] + np.log1p(1e-7)
-    return np.minimum(np.add.reduceat(weight * extreme, starts) / np.add.reduceat(weight, starts), 1.0)
+    tail = np.add.reduceat(weight * extreme, starts)
+    total = np.add.reduceat(weight, starts)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        r_left, r_right = np.exp(-step_first), np.exp(step_last)
+        out_left = np.where(lo > sup_lo, np.where(r_left < 1, weight[starts] * r_left / (1 - r_left), np.inf), 0.0)
+        out_right = np.where(hi < sup_hi, np.where(r_right < 1, weight[last] * r_right / (1 - r_right), np.inf), 0.0)
+    enough = out_left + out_right <= 1e-16 * tail
+    return np.minimum(tail / total, 1.0), enough
 
 
 def bh_qvalues(p: Any, tested: Optional[np.ndarray] = None) -> np.ndarray:
