@@ -215,3 +215,17 @@ def test_sparse_pair_comp_draws_a_square_matrix_or_says_why():
     n = Numbers("m", pd.DataFrame(), **{**empty, "selection": sel, "pair_comp": pc.iloc[1:]})
     (s,) = family_sections("decision", n)
     assert not [f for f in s.figures if f.name.endswith("paircomp")] and any("PairComp undefined" in x for x in s.notes)
+
+
+def test_factuality_mapping_equals_the_metric_modules_native_target_correct_path():
+    """The report maps factuality onto (target, candidates=[target, wrong]) so log-odds can read it too;
+    selection_frequency's own target/correct input must give the same numbers."""
+    from eval.report.numbers import metric
+
+    f = simulate(SimSpec(paradigms=("factuality",), dimensions=("religion",), genders=("female",), n_activities=3))
+    native = metric("selection_frequency").compute(data=pd.DataFrame(
+        {"target": f["target_identity"], "correct": f["correct"].astype("boolean"), "context": f["context"]}))
+    a = pd.DataFrame(native["identities"]).set_index("identity")[["selection_frequency", "p_value", "q_value"]]
+    b = compute(f, detail=False).selection.set_index("identity")[["value", "p", "q"]]
+    assert len(b) == 12
+    np.testing.assert_allclose(a.loc[b.index].to_numpy(float), b.to_numpy(float))
