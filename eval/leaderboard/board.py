@@ -42,13 +42,13 @@ def table(entries: list[dict]) -> pd.DataFrame:
 
 
 def comparison_plot(entries: list[dict]) -> bytes | None:
-    rows = [{"model": f"{e['model']['id']} ({'+'.join(e['sample']['configs'])})", "paradigm": fam,
-             "dimension": fam.split("/")[-1], "value": v["bias_magnitude"]}
+    rows = [{"model": f"{e['model']['id']} ({'+'.join(e['sample']['configs'])})", "paradigm": "by family",
+             "dimension": fam, "value": v["bias_magnitude"]}
             for e in entries for fam, v in e["metrics"].items() if v.get("bias_magnitude") is not None
             and fam != "factuality"]
     if not rows:
         return None
-    t = pd.DataFrame(rows).assign(paradigm=lambda d: d["paradigm"].str.split("/").str[0])
+    t = pd.DataFrame(rows)
     return F.model_comparison(t, title="Leaderboard: bias magnitude (lower is fairer)")
 
 

@@ -34,7 +34,7 @@ def fig_name(*parts: str) -> str:
 
 
 def _md_table(frame: pd.DataFrame) -> str:
-    cols = [str(c) for c in frame.columns]
+    cols = [str(c).replace("|", "\\|") for c in frame.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in frame.itertuples(index=False):
         lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
@@ -42,10 +42,14 @@ def _md_table(frame: pd.DataFrame) -> str:
 
 
 def _fmt(v) -> str:
+    if v is None:
+        return "–"
     if isinstance(v, float):
         if pd.isna(v):
             return "–"
-        return f"{v:.3g}" if abs(v) < 1e-3 and v != 0 else f"{v:.3f}".rstrip("0").rstrip(".")
+        if abs(v) < 1e-9:  # float noise of a difference that is zero
+            return "0"
+        return f"{v:.3g}" if abs(v) < 1e-3 else f"{v:.3f}".rstrip("0").rstrip(".")
     return str(v).replace("|", "\\|")
 
 
@@ -68,7 +72,7 @@ def write_markdown(title: str, sections: list[Section], out: Path) -> Path:
 
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;font-size:0.85em;margin:0.5em 0 1.2em}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}
+table{border-collapse:collapse;font-size:0.85em;margin:0.5em 0 1.2em;display:block;overflow-x:auto;max-width:100%}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}
 th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}.note{background:#fff4d6;border-left:4px solid #e0a800;padding:0.4em 0.8em}
 figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:0.85em;color:#555}
 nav li{font-size:0.9em}"""
