@@ -114,7 +114,7 @@ def test_cli_validate_build_export(board, tmp_path, capsys):
     out = tmp_path / "site"
     assert main(["build", "--entries", str(path.parent), "--out", str(out)]) == 0
     md = (out / "leaderboard.md").read_text()
-    assert "reference/uniform-random" in md and "decision |S−50|" in md
+    assert "reference/uniform-random" in md and "decision \\|S−50\\|" in md  # pipes escaped in Markdown
     assert "data:image/png;base64," in (out / "leaderboard.html").read_text()
     assert main(["export", str(path), "--dataset-id", "org/vignette", "--out", str(tmp_path / "model")]) == 0
     files = list((tmp_path / "model" / ".eval_results").glob("*.yaml"))
