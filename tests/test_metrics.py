@@ -92,6 +92,15 @@ def test_polarity_by_hand(m):
     assert out.loc[("a", "overall"), "p_value"] == pytest.approx(stats.fisher_exact([[2, 1], [2, 1]]).pvalue)
 
 
+def test_three_candidates(m):
+    rows = dict(selected=["a", "b"], candidates=[["a", "b", "c"], ["a", "b"]], context=["x", "x"])
+    sf = frame(m["selection_frequency"].compute(**rows), "selection_frequency").set_index("identity")
+    assert sf.loc["a", "chance"] == pytest.approx(100 * (1 / 3 + 1 / 2) / 2)
+    assert sf.loc["c", "chance"] == pytest.approx(100 / 3)
+    with pytest.raises(ValueError, match=r"row 0: PairComp needs exactly two candidates"):
+        m["pair_comp"].compute(**rows)
+
+
 def test_add_batch_accumulates_the_same_as_one_compute(m):
     metric = m["pair_comp"]
     whole = frame(metric.compute(**ROWS), "pair_comp")

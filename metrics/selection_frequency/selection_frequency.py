@@ -381,22 +381,12 @@ class CountStore:
             cols[name] = codes[parent]
         target = _column(table, "target") if "target" in WANTED_COLUMNS else None
         if "partner" in self.keys:
-            # One entry per ordered (identity, other candidate) pair of the same question.
-            if k.max() < 2:
-                raise ValueError("PairComp needs questions that offer at least two identities")
-            if k.min() == k.max() == 2:
-                cols["partner"] = ident.reshape(-1, 2)[:, ::-1].ravel()
-            else:
-                start = np.concatenate([[0], np.cumsum(k)[:-1]])
-                pos = np.arange(len(ident)) - start[parent]
-                parts = []
-                for s in range(1, int(k.max())):
-                    m = k_offer > s
-                    parts.append((m, ident[start[parent[m]] + (pos[m] + s) % k_offer[m]]))
-                cols = {key: np.concatenate([v[m] for m, _ in parts]) for key, v in cols.items()}
-                cols["partner"] = np.concatenate([p for _, p in parts])
-                state, k_offer = (np.concatenate([v[m] for m, _ in parts]) for v in (state, k_offer))
-                weights = None if weights is None else np.concatenate([weights[m] for m, _ in parts])
+            # "With i2" and "without i2" split i1's questions only when each offers exactly two people.
+            odd = np.flatnonzero(k != 2)
+            if odd.size:
+                r = int(odd[0])
+                raise ValueError(f"row {offset + r}: PairComp needs exactly two candidates per question, got {cand[r].as_py()}; filter such rows out")
+            cols["partner"] = ident.reshape(-1, 2)[:, ::-1].ravel()
         elif target is not None:
             # Factuality: only the offer of the identity the question asks about counts.
             tcodes = self.vocabs["identity"].encode(target)
