@@ -303,9 +303,19 @@ class CountStore:
         n = table.num_rows
         if n == 0:
             return
-        if "correct" in WANTED_COLUMNS and _column(table, "correct") is not None:
-            self._add_factuality(table)
-            return
+        if "correct" in WANTED_COLUMNS and _column(table, "correct") is not None and _column(table, "target") is not None:
+            # Rows naming a target are factuality rows; the rest (target "") are ordinary questions.
+            named = np.asarray(pc.fill_null(pc.not_equal(_column(table, "target").cast(pa.string()), ""), False))
+            if named.all():
+                self._add_factuality(table)
+                return
+            rest = table.drop_columns(["target", "correct"])
+            if named.any():
+                self._add_factuality(table.filter(pa.array(named)))
+                rest = rest.filter(pa.array(~named))
+            table, n = rest, rest.num_rows
+            if n == 0:
+                return
         cand = _column(table, "candidates")
         if cand is None:
             raise ValueError("input has no 'candidates' column (the identities offered in each question)")
@@ -390,7 +400,7 @@ class CountStore:
         elif target is not None:
             # Factuality: only the offer of the identity the question asks about counts.
             tcodes = self.vocabs["identity"].encode(target)
-            keep = ident == tcodes[parent]
+            keep = (ident == tcodes[parent]) | (tcodes[parent] < 0)  # rows without a target keep every offer
             missing = np.flatnonzero(np.bincount(parent, weights=keep, minlength=n) == 0)
             if missing.size:
                 r = int(missing[0])
