@@ -242,7 +242,8 @@ def test_factuality_from_runner_columns(m):
     assert out.loc["b", "selection_frequency"] == pytest.approx((50 + 0) / 2)  # cooking 1/2, reading 0/1
     assert out.loc["a", "invalid_rate"] == pytest.approx(100 / 3)
     assert res["summary"]["invalid_rate"] == pytest.approx(100 / 6)
-    with pytest.raises(ValueError, match="row 1: 'target' is empty"):
+    # A row without a target is an ordinary question, so it needs candidates.
+    with pytest.raises(ValueError, match="no 'candidates' column"):
         m["selection_frequency"].compute(target=["a", ""], correct=[True, False], context=["x", "y"])
 
 
