@@ -1179,7 +1179,7 @@ def _load_data_config(path: Any, name: str, **kwargs: Any):  # type: ignore[no-u
     elif name == "renders":  # a base URL: the shards are listed by the index
         index = RenderIndex.load(Source(root))
         shards = sorted({loc.shard for loc in index.locations.values()})
-        split = kwargs.pop("split", None) or "train"
+        split = kwargs.pop("split", None) or "test"
         return datasets.load_dataset("webdataset", data_files={split.split("[")[0]: [f"{root}/{s}" for s in shards]}, split=split, **kwargs)
     else:
         raise VignetteError(f"the {name!r} config of a URL source cannot be listed over HTTP; pass data_files to datasets.load_dataset('parquet', ...) or use a local folder / Hub id")

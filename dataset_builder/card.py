@@ -17,7 +17,7 @@ from dataset_builder.shard import EXTENSION, INDEX_PATH
 TEMPLATE = Path(__file__).resolve().parent.parent / "cards" / "dataset_card_template.md"
 NEWS_CONFIG = """- config_name: news
   data_files:
-  - split: train
+  - split: test
     path: news/*.parquet
 """
 

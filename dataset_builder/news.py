@@ -3,7 +3,7 @@
 `python -m dataset_builder news --images DIR --rows rows.csv|rows.jsonl --out SOURCE_DIR [--skip-bad]`
 validates the rows, embeds the image bytes and writes `SOURCE_DIR/news/*.parquet` (the `datasets`
 Image layout {bytes, path}), then makes sure the source's dataset card declares the `news` config,
-so plain `datasets.load_dataset(SOURCE_DIR, "news", split="train")` loads it without our code.
+so plain `datasets.load_dataset(SOURCE_DIR, "news", split="test")` loads it without our code.
 
 Row fields (CSV header or JSONL keys): id, image_file, question, reference_answer, attribute (age |
 gender | race | occupation | sport), and optionally age_group, gender, race_ethnicity, occupation,
@@ -32,7 +32,7 @@ ATTRIBUTE_ALIASES = {"race/ethnicity": "race", "race_ethnicity": "race", "ethnic
                      "sports": "sport", "profession": "occupation"}
 REQUIRED = ("id", "image_file", "question", "reference_answer", "attribute")
 OPTIONAL = ("age_group", "gender", "race_ethnicity", "occupation", "sport", "source_outlet", "url")
-NEWS_SPLIT = "train"  # datasets' default single split; dataset_builder/card.py declares the same
+NEWS_SPLIT = "test"  # a benchmark has only a test split; dataset_builder/card.py declares the same
 MANIFEST = "manifest.json"  # news/manifest.json: the shard file names, for sources reached by URL
 SAMPLE_OUTLET = "PLACEHOLDER SAMPLE (drawn by dataset_builder.news; not a news photo)"
 

@@ -78,7 +78,7 @@ def test_every_index_entry_reads_back_its_exact_bytes(sample: Path) -> None:
 def test_plain_datasets_load_renders_offline(sample: Path, tmp_path: Path) -> None:
     import datasets
 
-    ds = datasets.load_dataset(str(sample), "renders", split="train", cache_dir=str(tmp_path / "cache"))
+    ds = datasets.load_dataset(str(sample), "renders", split="test", cache_dir=str(tmp_path / "cache"))
     index = pd.read_parquet(sample / "renders/index.parquet")
     assert sorted(ds["__key__"]) == sorted(index.key)
     assert set(ds.column_names) == {"jpg", "json", "__key__", "__url__"}

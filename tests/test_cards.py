@@ -52,7 +52,7 @@ def test_completed_card_still_loads_and_uploads_exactly_its_files(source):
     import datasets
 
     complete_card(source)
-    assert len(datasets.load_dataset(str(source), "renders", split="train")) > 0
+    assert len(datasets.load_dataset(str(source), "renders", split="test")) > 0
     files = dataset_files(source)
     assert files == sorted(p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_file())
 

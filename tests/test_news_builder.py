@@ -45,7 +45,7 @@ def _row(i: str, image: str = "a.jpg", **kw: str) -> dict:
 def test_sample_loads_with_plain_datasets(tmp_path: Path) -> None:
     report = build_news_sample(tmp_path / "src")
     assert report.written == 10 and report.placeholder and not report.skipped
-    ds = datasets.load_dataset(str(tmp_path / "src"), "news", split="train", cache_dir=str(tmp_path / "cache"))
+    ds = datasets.load_dataset(str(tmp_path / "src"), "news", split="test", cache_dir=str(tmp_path / "cache"))
     assert len(ds) == 10 and set(ds["attribute"]) == {"age", "gender", "race", "occupation", "sport"}
     assert all(ds["placeholder"]) and all("PLACEHOLDER" in o for o in ds["source_outlet"])
     image = ds[0]["image"]
@@ -57,7 +57,7 @@ def test_user_rows_csv_roundtrip_keeps_bytes_and_tags(tmp_path: Path) -> None:
                                       _row("n2", "b.png", attribute="Sports", sport="soccer")], fmt="csv")
     report = build_news(images, rows, tmp_path / "src")
     assert report.written == 2 and len(report.files) == 1
-    ds = datasets.load_dataset(str(tmp_path / "src"), "news", split="train", cache_dir=str(tmp_path / "cache"))
+    ds = datasets.load_dataset(str(tmp_path / "src"), "news", split="test", cache_dir=str(tmp_path / "cache"))
     first, second = ds[0], ds[1]
     assert first["id"] == "n1" and first["gender"] == "female" and first["source_outlet"] == "Reuters"
     assert second["attribute"] == "sport" and second["sport"] == "soccer" and not second["placeholder"]

@@ -70,7 +70,7 @@ def test_stray_file_and_empty_config_are_rejected(source, tmp_path):
 def test_the_folder_it_would_upload_loads_with_datasets_and_vignette(source):
     import datasets
 
-    renders = datasets.load_dataset(str(source), "renders", split="train")
+    renders = datasets.load_dataset(str(source), "renders", split="test")
     assert len(renders) > 0
     import vignette
 

@@ -201,7 +201,7 @@ def test_missing_source_file_names_the_url(tmp_path: Path) -> None:
 
 def test_renders_config_over_http_uses_the_index_shard_list(source: Path) -> None:
     with serve_folder(source) as (url, _):
-        ds = vignette.load_dataset(url, "renders", split="train", streaming=True)
+        ds = vignette.load_dataset(url, "renders", split="test", streaming=True)
         first = next(iter(ds))
     assert first["__key__"] and first["jpg"].size == (256, 256)
 

@@ -201,7 +201,7 @@ def test_hub_ids_go_through_huggingface_hubs_filesystem() -> None:
 
 
 def test_renders_config_is_plain_datasets(source: Path) -> None:
-    ds = vignette.load_dataset(str(source), "renders", split="train")
+    ds = vignette.load_dataset(str(source), "renders", split="test")
     assert len(ds) == 98 and "jpg" in ds.features
 
 
