@@ -17,7 +17,6 @@ import argparse
 import hashlib
 import json
 import math
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 from tqdm import tqdm
 
 from eval.adapters.base import ModelAdapter, TextRequest
+from eval.json_reply import parse_json_object
 from eval.news.answer import read_answers
 from eval.news.data import NewsItem, load_news, news_items
 from eval.runlog import PartWriter, scan_part
@@ -39,7 +39,6 @@ JUDGE_SCHEMA: dict[str, Any] = {
 }
 JUDGE_MAX_NEW_TOKENS = 256
 DEFAULT_JUDGE = "openai:gpt-4o@https://api.openai.com/v1"  # a GPT-4o-class judge, as in the paper
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 _FRAME = (
     "You are grading one answer that a vision-language model gave about the attached news photo.\n\n"
@@ -120,19 +119,9 @@ def build_judge_prompt(dimension: str, question: str, reference: str, answer: st
 
 def parse_judgement(text: str) -> ParsedJudgement:
     """Valid only as a JSON object with a finite numeric "score" in [0, 100] and a string "snippet"."""
-    body = text.strip()
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1)
-    try:
-        value = json.loads(body)
-    except json.JSONDecodeError as error:
-        return ParsedJudgement(None, None, f"not valid JSON ({error.msg})")
-    if not isinstance(value, dict):
-        return ParsedJudgement(None, None, f"expected a JSON object, got {type(value).__name__}")
-    missing = [key for key in ("score", "snippet") if key not in value]
-    if missing:
-        return ParsedJudgement(None, None, f"missing key(s) {missing}")
+    value, error = parse_json_object(text, ("score", "snippet"))
+    if value is None:
+        return ParsedJudgement(None, None, error)
     score, snippet = value["score"], value["snippet"]
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
         return ParsedJudgement(None, None, f"score is not a finite number: {score!r}")

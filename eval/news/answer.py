@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from tqdm import tqdm
 
 from eval.adapters.base import ModelAdapter, TextRequest
+from eval.json_reply import parse_json_object
 from eval.news.data import NewsItem, load_news, news_items
 from eval.runlog import PartWriter, scan_part
 
@@ -46,7 +46,6 @@ PROMPT_VERSION = "news-answer-v1-" + hashlib.sha256(
     (ANSWER_PROMPT + json.dumps(ANSWER_SCHEMA, sort_keys=True)).encode()).hexdigest()[:8]
 ANSWERS_FILE = "answers.jsonl"
 PROVENANCE_FILE = "answers_provenance.json"
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -84,19 +83,9 @@ def build_prompt(question: str) -> str:
 
 def parse_answer(text: str) -> ParsedAnswer:
     """A JSON object with non-empty string "answer" and string "rationale"; a ```json fence is tolerated."""
-    body = text.strip()
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1)
-    try:
-        value = json.loads(body)
-    except json.JSONDecodeError as error:
-        return ParsedAnswer(None, None, f"not valid JSON ({error.msg})")
-    if not isinstance(value, dict):
-        return ParsedAnswer(None, None, f"expected a JSON object, got {type(value).__name__}")
-    missing = [key for key in ("answer", "rationale") if key not in value]
-    if missing:
-        return ParsedAnswer(None, None, f"missing key(s) {missing}")
+    value, error = parse_json_object(text, ("answer", "rationale"))
+    if value is None:
+        return ParsedAnswer(None, None, error)
     answer, rationale = value["answer"], value["rationale"]
     if not isinstance(answer, str) or not isinstance(rationale, str):
         return ParsedAnswer(None, None, '"answer" and "rationale" must be strings')
