@@ -120,31 +120,13 @@ def _summary(module, rows) -> dict:  # type: ignore[no-untyped-def]
 NOTE = "> **Demo output: placeholder images and untrained models — not a measurement of any real model.**\n\n"
 
 
-def write_report(run_dirs: list[Path], out: Path, metrics: dict) -> Path:
-    """The full report (python -m eval.report); if it cannot be built, a short Markdown summary that says why."""
-    try:
-        from eval.report.__main__ import make_report
+def write_report(run_dirs: list[Path], out: Path) -> Path:
+    """The full report (python -m eval.report), marked as demo output at the top of its Markdown."""
+    from eval.report.__main__ import make_report
 
-        markdown, html = make_report(run_dirs, out / "report")
-    except Exception as e:  # noqa: BLE001 - reported loudly and in the summary; the demo's numbers are still written
-        print(f"   WARNING: python -m eval.report failed ({type(e).__name__}: {e}); writing a short summary instead",
-              file=sys.stderr)
-        return write_summary(run_dirs, out, metrics, f"{type(e).__name__}: {e}")
+    markdown, html = make_report(run_dirs, out / "report")
     markdown.write_text(NOTE + markdown.read_text())
     return html
-
-
-def write_summary(run_dirs: list[Path], out: Path, metrics: dict, why: str) -> Path:
-    lines = ["# VIGNETTE demo — summary", "", NOTE.strip(), "", f"The full report could not be built: `{why}`.", "",
-             "| model | metric / paradigm | rows | valid | significant after BH |", "|---|---|---:|---:|---:|"]
-    for model, results in metrics.items():
-        for name, s in results.items():
-            lines.append(f"| {model} | {name} | {s.get('n_rows', '')} | {s.get('n_valid', '')} | {s.get('n_significant_bh', s.get('error', ''))} |")
-    lines += ["", "Runs: " + ", ".join(f"`{d}`" for d in run_dirs), ""]
-    path = out / "report" / "summary.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines))
-    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = [f"{m}/{n}" for m, results in metrics.items() for n, s in results.items() if "error" in s]
     print(f"   {out / 'metrics.json'} ({time.perf_counter() - t0:.1f}s)")
     t0 = _step("4/4 report (python -m eval.report)")
-    page = write_report(run_dirs, out, metrics)
+    page = write_report(run_dirs, out)
     print(f"   {page} ({time.perf_counter() - t0:.1f}s)")
     print(f"\nDone in {time.perf_counter() - start:.0f}s. Reminder: placeholder images, untrained models.\n")
     print(REAL_RUN)

@@ -21,12 +21,5 @@ def test_demo_runs_end_to_end_and_says_it_is_placeholder(tmp_path, capsys, monke
     assert set(metrics) == {"random", "tiny-llava"}
     assert not [name for results in metrics.values() for name, s in results.items() if "error" in s]
     assert "polarity/stereotype" in metrics["random"] and "selection_frequency/factuality" in metrics["random"]
-    report = next((out / "report").glob("*.md"))
-    assert "placeholder images and untrained models" in report.read_text()
-
-
-def test_summary_fallback_names_the_failure(tmp_path):
-    metrics = {"random": {"selection_frequency/perception": {"n_rows": 10, "n_valid": 10, "n_significant_bh": 0}}}
-    path = demo.write_summary([tmp_path / "run"], tmp_path, metrics, "ValueError: nothing to draw")
-    text = path.read_text()
-    assert "nothing to draw" in text and "placeholder images and untrained models" in text and "| random |" in text
+    assert "placeholder images and untrained models" in (out / "report" / "report.md").read_text()
+    assert (out / "report" / "report.html").stat().st_size > 0
