@@ -199,7 +199,7 @@ def ensure_card_config(out_dir: Path) -> Path:
 
 
 def write_news(rows: list[tuple[NewsRow, bytes]], out_dir: Path, rows_per_shard: int = 256) -> list[Path]:
-    """news/test-XXXXX-of-YYYYY.parquet, replacing any earlier news shards (stale shards would mix in)."""
+    """news/test-NNNNN-of-MMMMM.parquet, replacing any earlier news shards (stale shards would mix in)."""
     from datasets import Dataset
 
     if not rows:
