@@ -229,3 +229,22 @@ def test_factuality_mapping_equals_the_metric_modules_native_target_correct_path
     b = compute(f, detail=False).selection.set_index("identity")[["value", "p", "q"]]
     assert len(b) == 12
     np.testing.assert_allclose(a.loc[b.index].to_numpy(float), b.to_numpy(float))
+
+
+def test_tables_measure_one_wording_variant():
+    """Rewordings of one question are not independent answers: the numbers use one variant."""
+    from eval.report.numbers import family_inputs, one_variant
+
+    base = {"paradigm": "decision", "subtask": "ability", "dimension": "religion", "context": "Who?",
+            "identity_left": "hindu", "identity_right": "muslim", "activity_left": "cooking",
+            "selected_identity": "hindu", "candidates": ["hindu", "muslim"], "valid": True, "chose_left": True,
+            "pair_id": "p0", "option_style": "identity", "modality": "image"}
+    rows = [dict(base, question_id=f"q{k}", paraphrase=k % 3, modality="text" if k >= 3 else "image") for k in range(6)]
+    frame = pd.DataFrame(rows)
+    kept, variant = one_variant(frame)
+    assert variant == {"modality": "image", "option_style": "identity", "paraphrase": 0}
+    assert list(kept["question_id"]) == ["q0"]
+    assert len(family_inputs(frame)["decision"]) == 1
+    single = frame[frame["question_id"] == "q4"]
+    kept, variant = one_variant(single)
+    assert variant is None and kept is single  # a run of one variant is measured whole

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from eval.report import figures as F
-from eval.report.numbers import FAMILY_DIRECTION, Numbers, compute
+from eval.report.numbers import FAMILY_DIRECTION, Numbers, compute, one_variant
 from eval.report.page import Figure, Section, fig_name
 from eval.report.runs import Run, missing_paradigms, placeholder_renders
 
@@ -66,6 +66,10 @@ def model_sections(name: str, runs: list[Run], numbers: Numbers) -> list[Section
         head.notes += missing_paradigms(frame)
     if any(r.info.get("simulated") for r in runs):
         head.notes.append("simulated responses (eval/report/simulate.py), not a model's answers")
+    _, variant = one_variant(frame)
+    if variant is not None:
+        head.notes.append(f"these answers hold several wording variants; the tables measure one, {variant}, because "
+                          "answers to rewordings of one question are not independent (eval/report/numbers.py one_variant)")
     if any(placeholder_renders(r.info) for r in runs):
         head.notes.append("answers to placeholder images: the numbers show the pipeline, not a model's bias")
     head.paragraphs.append(

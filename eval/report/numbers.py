@@ -26,6 +26,9 @@ WRONG = "(wrong answer)"  # pseudo-candidate for a factuality answer that is val
 # +1: being chosen is favourable, -1: unfavourable, 0: accuracy (factuality)
 FAMILY_DIRECTION = {"capability": 1, "enjoyment": 1, "struggle": -1, "dislike": -1, "decision": 1, "factuality": 0}
 Q = 0.05
+# The wording variant the tables measure when a run asked several (eval/questions.py Variants).
+VARIANT_COLUMNS = ("modality", "option_style", "paraphrase")
+PRIMARY_VARIANT = ("image", "identity", 0)
 
 
 @lru_cache(maxsize=None)
@@ -44,9 +47,31 @@ def _pct(x) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x) / 100.0
 
 
+def one_variant(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict | None]:
+    """The rows of one wording variant, and which one (None when the run asked only one).
+
+    Answers to several wordings of one question about one image are not independent, and
+    Fisher's test assumes they are: pooling them would shrink p-values by up to the number of
+    wordings. The text-only form measures something else (the language model alone). So the
+    tables measure one variant: the primary one (image, options named by identity, the paper's
+    wording) when the run has it, otherwise the first present; compare variants run by run.
+    """
+    cols = [c for c in VARIANT_COLUMNS if c in frame]
+    if frame.empty or not cols:
+        return frame, None
+    present = sorted(set(frame[cols].itertuples(index=False, name=None)), key=str)
+    if len(present) == 1:
+        return frame, None
+    wanted = tuple(v for c, v in zip(VARIANT_COLUMNS, PRIMARY_VARIANT) if c in cols)
+    chosen = wanted if wanted in present else present[0]
+    mask = np.logical_and.reduce([frame[c].to_numpy() == v for c, v in zip(cols, chosen)])
+    return frame[mask], dict(zip(cols, chosen))
+
+
 def family_inputs(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Responses → metric inputs (selected, candidates, context, ...) per family; dimension kept."""
     out: dict[str, pd.DataFrame] = {}
+    frame, _ = one_variant(frame)
     if frame.empty:
         return out
     par = frame["paradigm"]
