@@ -201,9 +201,12 @@ def compute(frame: pd.DataFrame, model: str = "", detail: bool = True) -> Number
 def _selection(family: str, dim: str, part: pd.DataFrame) -> pd.DataFrame:
     r = pd.DataFrame(_call("selection_frequency", part)["identities"])
     r = r[(r["identity"] != WRONG) & (r["n_offered"] > 0)]
+    # Two-way choices are tested against chance: Fisher's pooled-others table double-counts each
+    # answer there (see metrics/selection_frequency). Factuality compares accuracies with Fisher.
+    test = "" if family == "factuality" else "_chance"
     return pd.DataFrame({"family": family, "dimension": dim, "identity": r["identity"],
                          "value": r["selection_frequency"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                         "n": r["n_offered"].astype(int), "p": r["p_value"], "q": r["q_value"]})
+                         "n": r["n_offered"].astype(int), "p": r[f"p_value{test}"], "q": r[f"q_value{test}"]})
 
 
 def _log_odds(family: str, dim: str, part: pd.DataFrame, cells_out: list) -> pd.DataFrame | None:

@@ -802,6 +802,18 @@ class SelectionFrequency(VignetteMetric):
         flag = np.where(n_off > 0, "", np.where(n_bad > 0, "no_valid_answers", "never_offered")).astype(object)
         flag[(n_off > 0) & (n_off == tot_off)] = "no_other_identity"
         q = bh_qvalues(p, tested=flag == "")
+        # Against chance. In a forced choice the answer that offers i also decides its partner's
+        # outcome, so the two rows of the Fisher table above are not independent; with few
+        # identities per dimension Fisher then flags random answers far above alpha (two
+        # identities: about 17% at p < 0.05). The exact binomial test of i's selections against
+        # the chance rate of its offers (equal tails, doubled) has no such dependence.
+        p0 = chance / 100.0
+        testable = (flag == "") & np.isfinite(p0)
+        k, n_int = np.rint(n_sel), np.rint(n_off)
+        with np.errstate(invalid="ignore"):
+            tails = np.minimum(stats.binom.cdf(k, n_int, p0), stats.binom.sf(k - 1, n_int, p0))
+        p_chance = np.where(testable, np.minimum(1.0, 2.0 * np.nan_to_num(tails, nan=0.5)), 1.0)
+        q_chance = bh_qvalues(p_chance, tested=testable)
         frame = pd.DataFrame(
             {
                 "identity": names.names + extra,
@@ -815,6 +827,8 @@ class SelectionFrequency(VignetteMetric):
                 "chance": np.concatenate([chance, np.full(len(extra), np.nan)]),
                 "p_value": np.concatenate([p, np.ones(len(extra))]),
                 "q_value": np.concatenate([q, np.ones(len(extra))]),
+                "p_value_chance": np.concatenate([p_chance, np.ones(len(extra))]),
+                "q_value_chance": np.concatenate([q_chance, np.ones(len(extra))]),
                 "invalid_rate": np.concatenate([invalid_rate, np.full(len(extra), np.nan)]),
                 "flag": np.concatenate([flag, np.array(["never_offered"] * len(extra), dtype=object)]),
             }
@@ -826,7 +840,9 @@ class SelectionFrequency(VignetteMetric):
                 "n_identities": int(len(frame)),
                 "n_significant_raw": int((frame["p_value"] < alpha).sum()),
                 "n_significant_bh": int((frame["q_value"] < alpha).sum()),
+                "n_significant_bh_chance": int((frame["q_value_chance"] < alpha).sum()),
                 "ci_method": ci_method,
                 "test": "Fisher exact two-sided: identity vs all other identities (pooled counts)",
+                "test_chance": "exact binomial two-sided (equal tails): identity's selections vs the chance rate of its offers",
             },
         }
