@@ -114,7 +114,11 @@ def _summary(module, rows) -> dict:  # type: ignore[no-untyped-def]
         s = module.compute(data=rows)["summary"]
     except Exception as e:  # noqa: BLE001 - shown to the user and counted as a failure
         return {"error": f"{type(e).__name__}: {e}"}
-    return {k: s.get(k) for k in ("n_rows", "n_valid", "n_significant_raw", "n_significant_bh", "left_choice_rate")}
+    out = {k: s.get(k) for k in ("n_rows", "n_valid", "n_significant_raw", "n_significant_bh", "left_choice_rate")}
+    if "n_significant_bh_chance" in s and "target_identity" not in rows:
+        # Two-way choices: selection frequency's calibrated test is against chance (see its card).
+        out["n_significant_bh"] = s["n_significant_bh_chance"]
+    return out
 
 
 NOTE = "> **Demo output: placeholder images and untrained models — not a measurement of any real model.**\n\n"
