@@ -793,7 +793,9 @@ class RenderIndex:
         except FileNotFoundError as e:
             raise FileNotFoundError(f"{source.url(INDEX_PATH)}: no render index in source {source.root}; is this a VIGNETTE source (docs/FORMATS.md)?") from e
         try:
-            table = pq.read_table(io.BytesIO(data), columns=list(RenderIndex.COLUMNS))
+            # use_threads=False: pyarrow 26 aborts the interpreter at exit ("terminate called without
+            # an active exception") after a threaded read from an in-memory file; the index is small.
+            table = pq.read_table(io.BytesIO(data), columns=list(RenderIndex.COLUMNS), use_threads=False)
         except (pa.ArrowInvalid, KeyError, OSError) as e:
             raise CorruptRenderError(f"{source.url(INDEX_PATH)}: unreadable ({e}); rebuild it with `python -m dataset_builder shard`") from e
         return RenderIndex(source, table)
