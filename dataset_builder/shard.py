@@ -19,7 +19,7 @@ import os
 import re
 import tarfile
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Collection, Literal
 
@@ -40,10 +40,6 @@ INDEX_PATH = "renders/index.parquet"
 SHARD_RE = re.compile(r"^(?P<gender>[a-z]+)-(?P<dimension>[a-z0-9_]+)-(?P<number>\d{5})\.tar$")
 # Fixed tar header fields make a shard's bytes a function of its contents alone.
 TAR_MTIME = 0
-METADATA_COLUMNS = (
-    "gender", "dimension", "identity", "surface_form", "activity", "kind",
-    "prompt", "seed", "model_id", "placeholder", "width", "height",
-)
 
 
 class ShardError(ValueError):
@@ -71,6 +67,11 @@ class IndexRow:
     placeholder: bool
     width: int
     height: int
+
+
+# The index's copy of each render record: every IndexRow field after where-and-how-encoded.
+_INDEX_FIELDS = tuple(f.name for f in fields(IndexRow))
+METADATA_COLUMNS = _INDEX_FIELDS[_INDEX_FIELDS.index("gender"):]
 
 
 @dataclass(frozen=True)
