@@ -142,3 +142,21 @@ def test_attention_section_is_none_without_records(tmp_path):
     pq.write_table(pa.Table.from_pylist([{"question_id": "q", "pair_id": "p", "context": "", "choice": "a"}],
                                         schema=BASE), tmp_path / "responses.parquet")
     assert attention_section(tmp_path) is None  # a run without record_attention
+
+
+def test_pair_image_recomposes_the_pair_a_real_run_saw(tmp_path):
+    """The real path: run.json's source and plan.parquet's keys give back the run's composed pair."""
+    import numpy as np
+
+    import vignette
+    from dataset_builder.sample import build_sample
+    from eval.explain import pair_image
+    from eval.run import RunSettings, run
+
+    source = build_sample(tmp_path / "src", size=64, identities=("muslim", "hindu"), activities=("cooking",))
+    run_dir = tmp_path / "run"
+    run(RunSettings(source=str(source), config="identity_contrast", model="random", seed=0), run_dir, batch_size=8)
+    row = vignette.load_dataset(str(source), "identity_contrast")[0]
+    got = pair_image(run_dir, row["pair_id"])
+    assert got.size == row["image"].size
+    assert np.array_equal(np.asarray(got.convert("RGB")), np.asarray(row["image"].convert("RGB")))
