@@ -13,8 +13,8 @@ activity) and a portrait per (gender, identity); this module
 ``load_dataset(path, name)`` returns a real ``datasets.Dataset`` (``streaming=False``) or
 ``datasets.IterableDataset`` with the Features of docs/FORMATS.md. CLI::
 
-    python vignette.py info [--source S] [--json]
-    python vignette.py show CONFIG --index N --out pair.png [--source S]
+    vignette info [--source S] [--json]
+    vignette show CONFIG --index N --out pair.png [--source S]
 
 Docs: docs/vignette.md.
 """
@@ -32,15 +32,19 @@ import re
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Any, Iterable, Iterator, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataset_builder.taxonomy import GENDERS, TIME_USES, Identity, Taxonomy, load_taxonomy, slug
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
+
+from vignette_bench.taxonomy import GENDERS, TIME_USES, Identity, Taxonomy, load_taxonomy, slug
 
 logger = logging.getLogger("vignette")
 
@@ -59,8 +63,18 @@ TAR_BLOCK = 512
 PORTRAIT = "portrait"
 
 # How the identity part and the activity part of each config are built.
-_IDENTITY_KIND = {"identity_contrast": "comb", "identity_activity_contrast": "comb", "portraits": "comb", "activity_contrast": "single"}
-_ACTIVITY_KIND = {"identity_contrast": "one", "identity_activity_contrast": "ordered", "portraits": "none", "activity_contrast": "comb"}
+_IDENTITY_KIND = {
+    "identity_contrast": "comb",
+    "identity_activity_contrast": "comb",
+    "portraits": "comb",
+    "activity_contrast": "single",
+}
+_ACTIVITY_KIND = {
+    "identity_contrast": "one",
+    "identity_activity_contrast": "ordered",
+    "portraits": "none",
+    "activity_contrast": "comb",
+}
 
 
 # --------------------------------------------------------------------------------------- errors
@@ -201,7 +215,7 @@ class _Block:
         la, lb = np.searchsorted(self.left, a), np.searchsorted(self.left, b)
         in_left = lambda p, q: q < len(self.left) and self.left[q] == p  # noqa: E731
         if self.kind == "comb" and in_left(a, la) and in_left(b, lb):
-            return int(rank_comb(np.int64(min(la, lb)), np.int64(max(la, lb)), len(self.left)))
+            return int(rank_comb(np.asarray(min(la, lb)), np.asarray(max(la, lb)), len(self.left)))
         if self.kind == "cross":
             for x, y in ((a, b), (b, a)):
                 ix, iy = np.searchsorted(self.left, x), np.searchsorted(self.right, y)
@@ -274,6 +288,18 @@ class PairSpec:
 Orders = Literal["rule", "both"]
 
 
+class PairFilters(TypedDict):
+    """What a PairSpace keeps (None: no restriction on that field)."""
+
+    gender: tuple[str, ...] | None
+    dimensions: tuple[str, ...] | None
+    identities: tuple[str, ...] | None
+    identity_match: Literal["all", "any"]
+    activities: tuple[str, ...] | None
+    time_use: tuple[str, ...] | None
+    exclude_near_synonyms: bool
+
+
 class PairSpace:
     """The pairs of one config, optionally filtered; position <-> pair by arithmetic.
 
@@ -320,13 +346,19 @@ class PairSpace:
         if identity_match not in ("all", "any"):
             raise _unknown("identity_match option", identity_match, ("all", "any"))
         self.taxonomy, self.config, self.orders = taxonomy, config, orders
-        self.filters = {
-            "gender": _as_tuple(gender), "dimensions": _as_tuple(dimensions), "identities": _as_tuple(identities),
-            "identity_match": identity_match, "activities": _as_tuple(activities), "time_use": _as_tuple(time_use),
+        self.filters: PairFilters = {
+            "gender": _as_tuple(gender),
+            "dimensions": _as_tuple(dimensions),
+            "identities": _as_tuple(identities),
+            "identity_match": identity_match,
+            "activities": _as_tuple(activities),
+            "time_use": _as_tuple(time_use),
             "exclude_near_synonyms": exclude_near_synonyms,
         }
         self.full_blocks = _full_blocks(taxonomy, config)
-        self.full_size = self.full_blocks[-1].offset + _full_block_size(config, self.full_blocks[-1]) if self.full_blocks else 0
+        self.full_size = (
+            self.full_blocks[-1].offset + _full_block_size(config, self.full_blocks[-1]) if self.full_blocks else 0
+        )
         self.blocks = self._filtered_blocks(coverage)
         sizes = np.array([b.size for b in self.blocks], dtype=np.int64)
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -335,7 +367,11 @@ class PairSpace:
         self._n_act = max(1, _activity_part_size(_ACTIVITY_KIND[config], len(self._acts)))
         self._block_full = np.array([b.full for b in self.blocks], dtype=np.int64)
         self._n_left = np.array([len(b.left) for b in self.blocks], dtype=np.int64)
-        self._left_base = np.concatenate([[0], np.cumsum(self._n_left)[:-1]]).astype(np.int64) if self.blocks else np.zeros(0, np.int64)
+        self._left_base = (
+            np.concatenate([[0], np.cumsum(self._n_left)[:-1]]).astype(np.int64)
+            if self.blocks
+            else np.zeros(0, np.int64)
+        )
         self._left_cat = np.concatenate([b.left for b in self.blocks]) if self.blocks else np.zeros(0, np.int64)
         kinds = {b.kind for b in self.blocks}
         self._plain_kind = kinds.pop() if len(kinds) == 1 and not any(len(b.excluded) for b in self.blocks) else ""
@@ -344,7 +380,7 @@ class PairSpace:
         self._full_n = np.array([len(b.members) for b in self.full_blocks], dtype=np.int64)
 
     @cached_property
-    def _tables(self) -> "_Tables":
+    def _tables(self) -> _Tables:
         return _Tables.build(self.taxonomy, self.full_blocks)  # only when string columns are asked for
 
     # ---- construction
@@ -368,20 +404,30 @@ class PairSpace:
         for t in f["time_use"] or ():
             if t not in TIME_USES:
                 raise _unknown("time use", t, TIME_USES)
-        acts = np.array([
-            p for p, a in enumerate(tax.activities)
-            if (f["activities"] is None or a.name in f["activities"])
-            and (f["time_use"] is None or a.time_use in f["time_use"])
-            and (coverage is None or self.config == "portraits" or a.name in coverage.activities)
-        ], dtype=np.int64)
+        acts = np.array(
+            [
+                p
+                for p, a in enumerate(tax.activities)
+                if (f["activities"] is None or a.name in f["activities"])
+                and (f["time_use"] is None or a.time_use in f["time_use"])
+                and (coverage is None or self.config == "portraits" or a.name in coverage.activities)
+            ],
+            dtype=np.int64,
+        )
         if self.config == "portraits":
             acts = np.zeros(0, dtype=np.int64)
         act_kind = _ACTIVITY_KIND[self.config]
         blocks: list[_Block] = []
         for fi, fb in enumerate(self.full_blocks):
-            if (f["gender"] is not None and fb.group not in f["gender"]) or (f["dimensions"] is not None and fb.dimension not in f["dimensions"]):
+            if (f["gender"] is not None and fb.group not in f["gender"]) or (
+                f["dimensions"] is not None and fb.dimension not in f["dimensions"]
+            ):
                 continue
-            have = [p for p, m in enumerate(fb.members) if coverage is None or (m.gender, m.identity.name) in coverage.members(self.config)]
+            have = [
+                p
+                for p, m in enumerate(fb.members)
+                if coverage is None or (m.gender, m.identity.name) in coverage.members(self.config)
+            ]
             chosen = [p for p in have if f["identities"] is None or fb.members[p].identity.name in f["identities"]]
             kind = _IDENTITY_KIND[self.config]
             parts: list[tuple[str, list[int], list[int]]]
@@ -390,7 +436,15 @@ class PairSpace:
             else:  # any: pairs within the chosen ones, plus chosen x the others
                 parts = [("comb", chosen, []), ("cross", chosen, [p for p in have if p not in chosen])]
             for part_kind, left, right in parts:
-                block = _Block(fi, part_kind, np.array(left, np.int64), np.array(right, np.int64), np.zeros(0, np.int64), acts, act_kind)
+                block = _Block(
+                    fi,
+                    part_kind,
+                    np.array(left, np.int64),
+                    np.array(right, np.int64),
+                    np.zeros(0, np.int64),
+                    acts,
+                    act_kind,
+                )
                 if f["exclude_near_synonyms"] and part_kind != "single":
                     block = self._without_synonyms(block, fb)
                 if block.size > 0:
@@ -433,7 +487,9 @@ class PairSpace:
         pos = np.asarray(positions, dtype=np.int64).reshape(-1)
         if pos.size and (pos.min() < 0 or pos.max() >= len(self)):
             bad = int(pos[(pos < 0) | (pos >= len(self))][0])
-            raise IndexError(f"{self.config}: position {bad} out of range; this selection has {len(self)} rows (0..{len(self) - 1})")
+            raise IndexError(
+                f"{self.config}: position {bad} out of range; this selection has {len(self)} rows (0..{len(self) - 1})"
+            )
         flip = np.zeros(pos.shape, dtype=bool)
         if self.orders == "both":
             pos, flip = pos // 2, (pos % 2).astype(bool)
@@ -492,12 +548,28 @@ class PairSpace:
             assert second is not None
             ml, mr = (second, first) if sw else (first, second)
             al, ar = (a2, a1) if sw and self.config == "identity_activity_contrast" else (a1, a2)
-        ids = slug(ml.identity.name) if self.config == "activity_contrast" else f"{slug(ml.identity.name)}+{slug(mr.identity.name)}"
+        ids = (
+            slug(ml.identity.name)
+            if self.config == "activity_contrast"
+            else f"{slug(ml.identity.name)}+{slug(mr.identity.name)}"
+        )
         acts = {"portraits": PORTRAIT, "identity_contrast": slug(al)}.get(self.config, f"{slug(al)}+{slug(ar)}")
         pair_id = f"{self.config}/{fb.group}/{slug(fb.dimension)}/{ids}/{acts}/L{int(sw)}"
         return PairSpec(
-            self.config, c["index"], fb.group, fb.dimension, ml.identity.name, mr.identity.name, ml.form, mr.form,
-            al, ar, ml.key(al), mr.key(ar), sw, pair_id,
+            self.config,
+            c["index"],
+            fb.group,
+            fb.dimension,
+            ml.identity.name,
+            mr.identity.name,
+            ml.form,
+            mr.form,
+            al,
+            ar,
+            ml.key(al),
+            mr.key(ar),
+            sw,
+            pair_id,
         )
 
     def index_of(self, spec: PairSpec) -> int:
@@ -511,9 +583,11 @@ class PairSpace:
         """Full-space index of a ``pair_id`` (``config/gender/dimension/ids/activities/L0|L1``)."""
         parts = pair_id.split("/")
         if len(parts) != 6 or parts[0] != self.config or parts[5] not in ("L0", "L1"):
-            raise VignetteError(f"malformed pair_id {pair_id!r} for {self.config}; expected {self.config}/GENDER/DIMENSION/IDENTITIES/ACTIVITIES/L0|L1")
+            raise VignetteError(
+                f"malformed pair_id {pair_id!r} for {self.config}; expected {self.config}/GENDER/DIMENSION/IDENTITIES/ACTIVITIES/L0|L1"
+            )
         _, group, dim_slug, ids, acts, side = parts
-        for fi, fb in enumerate(self.full_blocks):
+        for fi, fb in enumerate(self.full_blocks):  # noqa: B007  # fi is used after the loop
             if fb.group == group and slug(fb.dimension) == dim_slug:
                 break
         else:
@@ -562,7 +636,9 @@ class PairSpace:
         weights = np.array([len(b.left) + len(b.right) for b in self.blocks], dtype=np.float64)
         caps = np.array([b.size for b in self.blocks], dtype=np.int64)
         quota = _allot(n, weights, caps)
-        picked = [self._offsets[i] + _sample_block(b, int(q), rng) for i, (b, q) in enumerate(zip(self.blocks, quota)) if q]
+        picked = [
+            self._offsets[i] + _sample_block(b, int(q), rng) for i, (b, q) in enumerate(zip(self.blocks, quota)) if q
+        ]
         pos = np.sort(np.concatenate(picked)) if picked else np.zeros(0, np.int64)
         if self.orders == "both":
             pos = np.stack([2 * pos, 2 * pos + 1], axis=1).reshape(-1)
@@ -608,11 +684,11 @@ def _full_blocks(taxonomy: Taxonomy, config: str) -> list[FullBlock]:
     """Blocks of the unfiltered space: male dims, female dims, then the man-woman block."""
     k = _activity_part_size(_ACTIVITY_KIND[config], len(taxonomy.activities))
     specs: list[tuple[str, str, tuple[Member, ...]]] = []
-    for g in GENDERS:
+    for gender in GENDERS:
         for d in taxonomy.dimensions:
             if d == "gender" and config != "activity_contrast":
                 continue  # pairs of the gender dimension are man with woman: the "mixed" block
-            specs.append((g, d, tuple(Member(i, g) for i in taxonomy.identities_in(d, g))))
+            specs.append((gender, d, tuple(Member(i, gender) for i in taxonomy.identities_in(d, gender))))
     if config != "activity_contrast" and "gender" in taxonomy.dimensions:
         mixed = tuple(Member(i, i.genders()[0]) for i in taxonomy.identities_in("gender") if len(i.genders()) == 1)
         specs.append(("mixed", "gender", mixed))
@@ -640,15 +716,21 @@ class _Tables:
     act_slug: pa.Array  # plus "portrait" at the end
 
     @staticmethod
-    def build(taxonomy: Taxonomy, blocks: list[FullBlock]) -> "_Tables":
+    def build(taxonomy: Taxonomy, blocks: list[FullBlock]) -> _Tables:
         members = [m for b in blocks for m in b.members]
         base = np.concatenate([[0], np.cumsum([len(b.members) for b in blocks])]).astype(np.int64)
         s = lambda xs: pa.array(list(xs), pa.string())  # noqa: E731
         return _Tables(
-            base, s(b.group for b in blocks), s(slug(b.dimension) for b in blocks), s(b.dimension for b in blocks),
-            s(m.identity.name for m in members), s(m.form for m in members), s(slug(m.identity.name) for m in members),
+            base,
+            s(b.group for b in blocks),
+            s(slug(b.dimension) for b in blocks),
+            s(b.dimension for b in blocks),
+            s(m.identity.name for m in members),
+            s(m.form for m in members),
+            s(slug(m.identity.name) for m in members),
             s(m.key()[: -len(PORTRAIT) - 1] for m in members),
-            s([a.name for a in taxonomy.activities] + [""]), s([slug(a.name) for a in taxonomy.activities] + [PORTRAIT]),
+            s([a.name for a in taxonomy.activities] + [""]),
+            s([slug(a.name) for a in taxonomy.activities] + [PORTRAIT]),
         )
 
     def columns(self, config: str, c: dict[str, np.ndarray]) -> dict[str, pa.Array]:
@@ -659,7 +741,11 @@ class _Tables:
             al, ar = np.where(sw, c["act2"], c["act1"]), np.where(sw, c["act1"], c["act2"])
         else:
             ml, mr = base + np.where(sw, c["second"], c["first"]), base + np.where(sw, c["first"], c["second"])
-            al, ar = (np.where(sw, c["act2"], c["act1"]), np.where(sw, c["act1"], c["act2"])) if config == "identity_activity_contrast" else (c["act1"], c["act2"])
+            al, ar = (
+                (np.where(sw, c["act2"], c["act1"]), np.where(sw, c["act1"], c["act2"]))
+                if config == "identity_activity_contrast"
+                else (c["act1"], c["act2"])
+            )
         n_acts = len(self.act_name) - 1
         al, ar = np.where(al < 0, n_acts, al), np.where(ar < 0, n_acts, ar)
         t = lambda arr, idx: arr.take(pa.array(idx))  # noqa: E731
@@ -680,12 +766,20 @@ class _Tables:
         side = pa.array(np.where(sw, "L1", "L0").astype(object), pa.string())
         pair_id = join("/", const(config), group, dim_slug, ids, acts, side)
         return {
-            "pair_id": pair_id, "index": pa.array(c["index"], pa.int64()), "config": const(config), "gender": group,
+            "pair_id": pair_id,
+            "index": pa.array(c["index"], pa.int64()),
+            "config": const(config),
+            "gender": group,
             "dimension": t(self.dimension, c["block"]),
-            "identity_left": t(self.name, ml), "identity_right": t(self.name, mr),
-            "form_left": t(self.form, ml), "form_right": t(self.form, mr),
-            "activity_left": t(self.act_name, al), "activity_right": t(self.act_name, ar),
-            "key_left": key_left, "key_right": key_right, "swapped": pa.array(sw, pa.bool_()),
+            "identity_left": t(self.name, ml),
+            "identity_right": t(self.name, mr),
+            "form_left": t(self.form, ml),
+            "form_right": t(self.form, mr),
+            "activity_left": t(self.act_name, al),
+            "activity_right": t(self.act_name, ar),
+            "key_left": key_left,
+            "key_right": key_right,
+            "swapped": pa.array(sw, pa.bool_()),
         }
 
 
@@ -703,7 +797,9 @@ def resolve_source(path: str | os.PathLike[str] | None) -> str:
         return os.path.abspath(text)
     if re.fullmatch(r"[\w.-]+/[\w.-]+", text) and not os.path.exists(text):
         return f"hf://datasets/{text}"
-    raise VignetteError(f"source {text!r} not found: not a folder, not a URL (http://..., hf://datasets/ID) and not a Hub dataset id (owner/name)")
+    raise VignetteError(
+        f"source {text!r} not found: not a folder, not a URL (http://..., hf://datasets/ID) and not a Hub dataset id (owner/name)"
+    )
 
 
 class Source:
@@ -762,20 +858,30 @@ class RenderIndex:
         where = source.url(INDEX_PATH)
         missing = set(self.COLUMNS) - set(table.column_names)
         if missing:
-            raise CorruptRenderError(f"{where}: missing column(s) {sorted(missing)}; rebuild it with `python -m dataset_builder shard`")
+            raise CorruptRenderError(
+                f"{where}: missing column(s) {sorted(missing)}; rebuild it with `vignette build shard`"
+            )
         rows = table.select(list(self.COLUMNS)).to_pylist()
         self.locations: dict[str, RenderLocation] = {}
         for n, r in enumerate(rows):
             loc = RenderLocation(r["key"], r["shard"], int(r["offset"]), int(r["length"]), r["sha256"], r["format"])
             problem = (
-                "key is not [a-z0-9_-]" if not KEY_RE.match(loc.key or "") else
-                f"shard {loc.shard!r} is not renders/<name>.tar" if not SHARD_RE.match(loc.shard or "") else
-                "offset/length out of range" if loc.offset < TAR_BLOCK or loc.length <= 0 else
-                f"format {loc.format!r} is not one of {sorted(IMAGE_EXTENSIONS)}" if loc.format not in IMAGE_EXTENSIONS else
-                "duplicate key" if loc.key in self.locations else ""
+                "key is not [a-z0-9_-]"
+                if not KEY_RE.match(loc.key or "")
+                else f"shard {loc.shard!r} is not renders/<name>.tar"
+                if not SHARD_RE.match(loc.shard or "")
+                else "offset/length out of range"
+                if loc.offset < TAR_BLOCK or loc.length <= 0
+                else f"format {loc.format!r} is not one of {sorted(IMAGE_EXTENSIONS)}"
+                if loc.format not in IMAGE_EXTENSIONS
+                else "duplicate key"
+                if loc.key in self.locations
+                else ""
             )
             if problem:
-                raise CorruptRenderError(f"{where}, row {n} (key {r['key']!r}): {problem}; rebuild the index with `python -m dataset_builder shard`")
+                raise CorruptRenderError(
+                    f"{where}, row {n} (key {r['key']!r}): {problem}; rebuild the index with `vignette build shard`"
+                )
             self.locations[loc.key] = loc
         self.keys = pa.array(list(self.locations), pa.string())
         self.coverage = Coverage(
@@ -785,32 +891,41 @@ class RenderIndex:
         )
 
     @staticmethod
-    def load(source: Source) -> "RenderIndex":
+    def load(source: Source) -> RenderIndex:
         import pyarrow.parquet as pq
 
         try:
             data = source.read(INDEX_PATH)
         except FileNotFoundError as e:
-            raise FileNotFoundError(f"{source.url(INDEX_PATH)}: no render index in source {source.root}; is this a VIGNETTE source (docs/FORMATS.md)?") from e
+            raise FileNotFoundError(
+                f"{source.url(INDEX_PATH)}: no render index in source {source.root}; is this a VIGNETTE source (docs/FORMATS.md)?"
+            ) from e
         try:
             # use_threads=False: pyarrow 26 aborts the interpreter at exit ("terminate called without
             # an active exception") after a threaded read from an in-memory file; the index is small.
             table = pq.read_table(io.BytesIO(data), columns=list(RenderIndex.COLUMNS), use_threads=False)
         except (pa.ArrowInvalid, KeyError, OSError) as e:
-            raise CorruptRenderError(f"{source.url(INDEX_PATH)}: unreadable ({e}); rebuild it with `python -m dataset_builder shard`") from e
+            raise CorruptRenderError(
+                f"{source.url(INDEX_PATH)}: unreadable ({e}); rebuild it with `vignette build shard`"
+            ) from e
         return RenderIndex(source, table)
 
     def locate(self, key: str) -> RenderLocation:
         try:
             return self.locations[key]
         except KeyError:
-            raise MissingRenderError(f"render {key!r} is missing from source {self.source.root} ({INDEX_PATH} has no such key); render it, or pass on_missing='skip'") from None
+            raise MissingRenderError(
+                f"render {key!r} is missing from source {self.source.root} ({INDEX_PATH} has no such key); render it, or pass on_missing='skip'"
+            ) from None
 
 
 def _check_tar_header(header: bytes, loc: RenderLocation, where: str) -> None:
     """The ustar header just before the image data must name this key and this length."""
+
     def fail(what: str) -> CorruptRenderError:
-        return CorruptRenderError(f"{where}: the index disagrees with the shard for render {loc.key!r} at byte {loc.offset}: {what}; rebuild the index with `python -m dataset_builder shard`")
+        return CorruptRenderError(
+            f"{where}: the index disagrees with the shard for render {loc.key!r} at byte {loc.offset}: {what}; rebuild the index with `vignette build shard`"
+        )
 
     if len(header) != TAR_BLOCK or header[257:262] != b"ustar":
         raise fail("no tar header precedes the image data")
@@ -861,11 +976,14 @@ class RenderReader:
         if len(blob) != TAR_BLOCK + loc.length:
             raise CorruptRenderError(
                 f"{where}: render {key!r}: got {len(blob)} bytes for [{loc.offset - TAR_BLOCK}, {loc.offset + loc.length}), expected {TAR_BLOCK + loc.length}; "
-                "the shard is truncated, the index is stale, or the server ignores HTTP Range requests")
+                "the shard is truncated, the index is stale, or the server ignores HTTP Range requests"
+            )
         _check_tar_header(blob[:TAR_BLOCK], loc, where)
         data = blob[TAR_BLOCK:]
         if loc.sha256 and hashlib.sha256(data).hexdigest() != loc.sha256:
-            raise CorruptRenderError(f"{where}: render {key!r} at byte {loc.offset}: sha256 differs from the index; the shard is corrupt or the index is stale")
+            raise CorruptRenderError(
+                f"{where}: render {key!r} at byte {loc.offset}: sha256 differs from the index; the shard is corrupt or the index is stale"
+            )
         with self._lock:
             self._cache[key] = data
             while len(self._cache) > self.cache_size:
@@ -877,7 +995,7 @@ class RenderReader:
 
 
 @lru_cache(maxsize=16)
-def _seam_mask(overlap: int, height: int):  # type: ignore[no-untyped-def]
+def _seam_mask(overlap: int, height: int):
     """L mask for the left tile's overlap strip: a linear ramp from opaque to transparent."""
     from PIL import Image
 
@@ -885,15 +1003,16 @@ def _seam_mask(overlap: int, height: int):  # type: ignore[no-untyped-def]
     return Image.fromarray(np.broadcast_to(row, (height, overlap)).copy(), mode="L")
 
 
-def _tile(data: bytes, tile_w: int, height: int):  # type: ignore[no-untyped-def]
+def _tile(data: bytes, tile_w: int, height: int) -> PILImage:
     """Decode (at reduced scale where the format allows) and cover-crop to tile_w x height."""
     from PIL import Image
 
-    img = Image.open(io.BytesIO(data))
-    if img.format == "JPEG":
-        img.draft("RGB", (tile_w, height))  # DCT scaling: decode at 1/2, 1/4 or 1/8 when big enough
-    img = img.convert("RGB") if img.mode != "RGB" else img
+    opened = Image.open(io.BytesIO(data))
+    if opened.format == "JPEG":
+        opened.draft("RGB", (tile_w, height))  # DCT scaling: decode at 1/2, 1/4 or 1/8 when big enough
+    img: PILImage = opened.convert("RGB") if opened.mode != "RGB" else opened
     w, h = img.size
+    box: tuple[float, float, float, float]
     if w * height > h * tile_w:  # wider than the tile: crop the sides
         cw = h * tile_w / height
         box = ((w - cw) / 2, 0, (w + cw) / 2, h)
@@ -903,7 +1022,9 @@ def _tile(data: bytes, tile_w: int, height: int):  # type: ignore[no-untyped-def
     return img.resize((tile_w, height), Image.Resampling.BILINEAR, box=box)
 
 
-def compose(left: bytes, right: bytes, size: tuple[int, int] = DEFAULT_SIZE, seam: int = DEFAULT_SEAM, image_format: str = "PNG"):  # type: ignore[no-untyped-def]
+def compose(
+    left: bytes, right: bytes, size: tuple[int, int] = DEFAULT_SIZE, seam: int = DEFAULT_SEAM, image_format: str = "PNG"
+):
     """Two encoded renders side by side, cross-faded over ``seam`` pixels, as one PIL image.
 
     Each render is cover-cropped (centre) to a tile of (width + seam) / 2 x height, so no person is
@@ -940,7 +1061,7 @@ class Composer:
     def render(self, key: str) -> bytes:
         return self.reader.read(key)[0]
 
-    def pair(self, key_left: str, key_right: str):  # type: ignore[no-untyped-def]
+    def pair(self, key_left: str, key_right: str):
         left, loc_l = self.reader.read(key_left)
         right, loc_r = self.reader.read(key_right)
         try:
@@ -949,9 +1070,13 @@ class Composer:
             if isinstance(e, VignetteError):
                 raise
             bad = _first_undecodable(((left, loc_l), (right, loc_r)))
-            where = f"{self.reader.index.source.url(bad.shard)} at byte {bad.offset}" if bad else "one of the two renders"
+            where = (
+                f"{self.reader.index.source.url(bad.shard)} at byte {bad.offset}" if bad else "one of the two renders"
+            )
             name = bad.key if bad else f"{key_left} / {key_right}"
-            raise CorruptRenderError(f"render {name!r} in {where} cannot be decoded ({e}); re-render it and rebuild the shard") from e
+            raise CorruptRenderError(
+                f"render {name!r} in {where} cannot be decoded ({e}); re-render it and rebuild the shard"
+            ) from e
 
     def __call__(self, batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
         """``with_transform`` hook: fill the ``image`` column of a formatted batch."""
@@ -978,17 +1103,30 @@ def _first_undecodable(items: Iterable[tuple[bytes, RenderLocation]]) -> RenderL
 # ----------------------------------------------------------------------------------- datasets
 
 
-def features():  # type: ignore[no-untyped-def]
+def features():
     """The pair-row Features of docs/FORMATS.md."""
     import datasets
 
     s = datasets.Value("string")
-    return datasets.Features({
-        "pair_id": s, "index": datasets.Value("int64"), "config": s, "gender": s, "dimension": s,
-        "identity_left": s, "identity_right": s, "form_left": s, "form_right": s,
-        "activity_left": s, "activity_right": s, "key_left": s, "key_right": s,
-        "swapped": datasets.Value("bool"), "image": datasets.Image(),
-    })
+    return datasets.Features(
+        {
+            "pair_id": s,
+            "index": datasets.Value("int64"),
+            "config": s,
+            "gender": s,
+            "dimension": s,
+            "identity_left": s,
+            "identity_right": s,
+            "form_left": s,
+            "form_right": s,
+            "activity_left": s,
+            "activity_right": s,
+            "key_left": s,
+            "key_right": s,
+            "swapped": datasets.Value("bool"),
+            "image": datasets.Image(),
+        }
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -1031,8 +1169,10 @@ def _missing_message(plan: _Plan, cols: dict[str, pa.Array], ok: np.ndarray) -> 
     keys = set(plan.index.locations) if plan.index else set()
     key = next(k for k in (cols["key_left"][i].as_py(), cols["key_right"][i].as_py()) if k not in keys)
     root = plan.index.source.root if plan.index else "?"
-    return (f"render {key!r} (pair {cols['pair_id'][i].as_py()}) is missing from source {root}; "
-            f"{int((~ok).sum())} pair(s) in this stretch need missing renders. Render them, or pass on_missing='skip'")
+    return (
+        f"render {key!r} (pair {cols['pair_id'][i].as_py()}) is missing from source {root}; "
+        f"{int((~ok).sum())} pair(s) in this stretch need missing renders. Render them, or pass on_missing='skip'"
+    )
 
 
 def _generate_rows(plan: _Plan, ranges: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
@@ -1051,7 +1191,9 @@ def _generate_rows(plan: _Plan, ranges: list[tuple[int, int]]) -> Iterator[dict[
                 if keep:
                     yield row
         if skipped:
-            logger.warning("skipped %d pair(s) of rows [%d, %d) whose renders are missing from the source", skipped, lo, hi)
+            logger.warning(
+                "skipped %d pair(s) of rows [%d, %d) whose renders are missing from the source", skipped, lo, hi
+            )
 
 
 _SHARD_COUNTS = (5040, 2520, 720, 360, 240, 120, 60, 24, 12, 6, 2, 1)  # divisible by common worker/node counts
@@ -1066,7 +1208,9 @@ def _ranges(n: int, num_shards: int | None) -> list[tuple[int, int]]:
 def _parse_split(split: str) -> tuple[int, int | None]:
     m = re.fullmatch(rf"{SPLIT}(?:\[(\d*):(\d*)\])?", split or "")
     if not m:
-        raise VignetteError(f"unknown split {split!r}; the pair configs have one split, {SPLIT!r} (slices like 'test[:100]' work)")
+        raise VignetteError(
+            f"unknown split {split!r}; the pair configs have one split, {SPLIT!r} (slices like 'test[:100]' work)"
+        )
     return int(m.group(1) or 0), (int(m.group(2)) if m.group(2) else None)
 
 
@@ -1094,7 +1238,7 @@ def load_dataset(
     max_rows: int = 1_000_000,
     num_shards: int | None = None,
     **kwargs: Any,
-):  # type: ignore[no-untyped-def]
+):
     """VIGNETTE pairs as a ``datasets.Dataset`` (or ``IterableDataset`` with ``streaming=True``).
 
     ``path`` is the source: a local folder, a base URL, ``hf://datasets/ID`` or a Hub id
@@ -1122,19 +1266,37 @@ def load_dataset(
     taxonomy = load_taxonomy(source.url("taxonomy"))
     index = RenderIndex.load(source)
     space = PairSpace(
-        taxonomy, name, gender=gender, dimensions=dimensions, identities=identities, identity_match=identity_match,
-        activities=activities, time_use=time_use, exclude_near_synonyms=exclude_near_synonyms,
-        coverage=index.coverage, orders=orders,
+        taxonomy,
+        name,
+        gender=gender,
+        dimensions=dimensions,
+        identities=identities,
+        identity_match=identity_match,
+        activities=activities,
+        time_use=time_use,
+        exclude_near_synonyms=exclude_near_synonyms,
+        coverage=index.coverage,
+        orders=orders,
     )
     positions = space.sample(sample, seed) if sample is not None else None
     selection = Selection(space, positions, lo, hi)
     if len(selection) == 0:
-        raise VignetteError(f"{name}: the filters select no pairs from source {source.root} (filters {space.filters}); widen them")
+        raise VignetteError(
+            f"{name}: the filters select no pairs from source {source.root} (filters {space.filters}); widen them"
+        )
     composer = Composer(RenderReader(index, cache_size), tuple(size), seam, image_format)  # type: ignore[arg-type]
     record = {
-        "source": source.root, "config": name, "split": split, "filters": space.filters, "orders": orders,
-        "sample": sample, "seed": seed if sample is not None else None, "rows": len(selection),
-        "size": list(size), "seam": seam, "on_missing": on_missing,
+        "source": source.root,
+        "config": name,
+        "split": split,
+        "filters": space.filters,
+        "orders": orders,
+        "sample": sample,
+        "seed": seed if sample is not None else None,
+        "rows": len(selection),
+        "size": list(size),
+        "seam": seam,
+        "on_missing": on_missing,
         "coverage": "limited to the identities and activities with renders in the source",
     }
     plan = _Plan(selection, index, on_missing)
@@ -1142,7 +1304,9 @@ def load_dataset(
         meta = features()
         del meta["image"]
         ds = datasets.IterableDataset.from_generator(
-            _generate_rows, features=meta, split=datasets.NamedSplit(SPLIT),
+            _generate_rows,
+            features=meta,
+            split=datasets.NamedSplit(SPLIT),
             gen_kwargs={"plan": plan, "ranges": _ranges(len(selection), num_shards)},
         )
         ds = ds.map(composer.add_image, features=features())
@@ -1152,7 +1316,8 @@ def load_dataset(
     if len(selection) > max_rows:
         raise VignetteError(
             f"{name}: {len(selection):,} pairs selected, above max_rows={max_rows:,} for a map-style table "
-            f"(~{len(selection) * 300 / 1e9:.1f} GB of metadata). Pass streaming=True, narrow the filters, sample=N, or raise max_rows")
+            f"(~{len(selection) * 300 / 1e9:.1f} GB of metadata). Pass streaming=True, narrow the filters, sample=N, or raise max_rows"
+        )
     cols = space.columns(selection.positions_at(0, len(selection)))
     ok = _present(plan, cols)
     if not ok.all():
@@ -1170,25 +1335,30 @@ def load_dataset(
     return ds.with_transform(composer)
 
 
-def _load_data_config(path: Any, name: str, **kwargs: Any):  # type: ignore[no-untyped-def]
+def _load_data_config(path: Any, name: str, **kwargs: Any):
     import datasets
 
     root = resolve_source(path)
     if root.startswith("hf://datasets/"):
-        target = root[len("hf://datasets/"):]
+        target = root[len("hf://datasets/") :]
     elif "://" not in root:
         target = root
     elif name == "renders":  # a base URL: the shards are listed by the index
         index = RenderIndex.load(Source(root))
         shards = sorted({loc.shard for loc in index.locations.values()})
         split = kwargs.pop("split", None) or "test"
-        return datasets.load_dataset("webdataset", data_files={split.split("[")[0]: [f"{root}/{s}" for s in shards]}, split=split, **kwargs)
+        return datasets.load_dataset(
+            "webdataset", data_files={split.split("[")[0]: [f"{root}/{s}" for s in shards]}, split=split, **kwargs
+        )
     else:
-        raise VignetteError(f"the {name!r} config of a URL source cannot be listed over HTTP; pass data_files to datasets.load_dataset('parquet', ...) or use a local folder / Hub id")
+        raise VignetteError(
+            f"the {name!r} config of a URL source cannot be listed over HTTP; pass data_files "
+            "to datasets.load_dataset('parquet', ...) or use a local folder / Hub id"
+        )
     return datasets.load_dataset(target, name, **kwargs)
 
 
-def open_pair(path: str | os.PathLike[str] | None, config: str, index: int, **options: Any):  # type: ignore[no-untyped-def]
+def open_pair(path: str | os.PathLike[str] | None, config: str, index: int, **options: Any):
     """One composed pair by its full-space index (random access: two ranged reads)."""
     source = Source(path)
     space = PairSpace(load_taxonomy(source.url("taxonomy")), config)
@@ -1214,7 +1384,7 @@ def info_table(taxonomy: Taxonomy, coverage: Coverage | None = None) -> dict[str
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="vignette.py", description="VIGNETTE pair configs: sizes and single pairs.")
+    parser = argparse.ArgumentParser(description="VIGNETTE pair configs: sizes and single pairs.")
     sub = parser.add_subparsers(dest="command", required=True)
     p_info = sub.add_parser("info", help="pairs per config x gender x dimension, and totals")
     p_info.add_argument("--source", help="a source (folder, URL, Hub id); default: the packaged taxonomy")
@@ -1235,7 +1405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 table["source"] = index.source.root
             else:
                 table = info_table(load_taxonomy())
-                table["source"] = "packaged taxonomy (dataset_builder/taxonomy)"
+                table["source"] = "packaged taxonomy (vignette_bench/taxonomy)"
             print(json.dumps(table, indent=2) if args.json else _format_info(table))
         else:
             if args.config not in CONFIGS:

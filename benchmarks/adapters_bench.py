@@ -31,9 +31,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from PIL import Image  # noqa: E402
 
-from eval.adapters.base import ChoiceRequest  # noqa: E402
-from eval.adapters.tiny import build_tiny_vlm  # noqa: E402
-from eval.adapters.transformers_adapter import TransformersAdapter, split_prompt  # noqa: E402
+from vignette_bench.eval.adapters.base import ChoiceRequest  # noqa: E402
+from vignette_bench.eval.adapters.tiny import build_tiny_vlm  # noqa: E402
+from vignette_bench.eval.adapters.transformers_adapter import TransformersAdapter, split_prompt  # noqa: E402
 
 TEMPLATES = [
     ("Who is facing difficulty in cooking?", ("the person on the left", "the person on the right")),
@@ -89,7 +89,7 @@ def main() -> None:
             }
             rate = {}
 
-            def make(**kw: object) -> TransformersAdapter:
+            def make(path: Path = path, family: str = family, **kw: object) -> TransformersAdapter:
                 a = TransformersAdapter(path, **kw)
                 if family in ("qwen2_vl", "qwen2_5_vl"):
                     a.processor.image_processor.size = {"shortest_edge": 56 * 56, "longest_edge": args.qwen_pixels}
@@ -98,11 +98,16 @@ def main() -> None:
             probe = make()
             sp = split_prompt(probe.processor, qs[0].prompt, True)
             enc = probe.processor(text=[sp.prefix], images=[[qs[0].image]], return_tensors="pt")
-            n_image = int((enc["input_ids"][0] == probe.model.config.image_token_id).sum()) if hasattr(
-                probe.model.config, "image_token_id") else int((enc["input_ids"][0] == probe.model.config.image_token_index).sum())
+            n_image = (
+                int((enc["input_ids"][0] == probe.model.config.image_token_id).sum())
+                if hasattr(probe.model.config, "image_token_id")
+                else int((enc["input_ids"][0] == probe.model.config.image_token_index).sum())
+            )
             n_question = len(probe.tokenizer(sp.suffix, add_special_tokens=False)["input_ids"])
-            print(f"\n{family}: prefix {enc['input_ids'].shape[1]} tokens ({n_image} image tokens), "
-                  f"question+generation prompt {n_question} tokens")
+            print(
+                f"\n{family}: prefix {enc['input_ids'].shape[1]} tokens ({n_image} image tokens), "
+                f"question+generation prompt {n_question} tokens"
+            )
             print(f"  {'setting':<20}{'q/s (wall)':>12}{'q/s (cpu)':>12}")
             for name, kw in settings.items():
                 wall, cpu = timed(make(**kw), qs, args.repeats)

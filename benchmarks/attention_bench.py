@@ -30,8 +30,8 @@ from PIL import Image, ImageDraw
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eval.adapters.base import ChoiceRequest  # noqa: E402
-from eval.attention import AttentionSummary, attention_schema, image_layout, summarize  # noqa: E402
+from vignette_bench.eval.adapters.base import ChoiceRequest  # noqa: E402
+from vignette_bench.eval.explain.attention import AttentionSummary, attention_schema, image_layout, summarize  # noqa: E402
 
 OPTIONS = ("the person on the left", "the person on the right")
 
@@ -45,8 +45,8 @@ def pair_image() -> Image.Image:
 
 
 def throughput(family: str, n: int, repeats: int, root: Path) -> dict[str, float]:
-    from eval.adapters.tiny import build_tiny_vlm
-    from eval.adapters.transformers_adapter import TransformersAdapter
+    from vignette_bench.eval.adapters.tiny import build_tiny_vlm
+    from vignette_bench.eval.adapters.transformers_adapter import TransformersAdapter
 
     path = build_tiny_vlm(family, root / family)
     # on/off: both eager, so the ratio is the recording pass alone; sdpa: what a run without recording uses
@@ -66,8 +66,13 @@ def throughput(family: str, n: int, repeats: int, root: Path) -> dict[str, float
             if key == "on":
                 records = [r.extras for r in out]
     qps = {k: n / statistics.median(v) for k, v in times.items()}
-    return {"qps_sdpa": qps["sdpa"], "qps_off": qps["off"], "qps_on": qps["on"], "ratio": qps["on"] / qps["off"],
-            **storage([{k: v for k, v in r.items() if k.startswith("attn_")} for r in records])}
+    return {
+        "qps_sdpa": qps["sdpa"],
+        "qps_off": qps["off"],
+        "qps_on": qps["on"],
+        "ratio": qps["on"] / qps["off"],
+        **storage([{k: v for k, v in r.items() if k.startswith("attn_")} for r in records]),
+    }
 
 
 def storage(records: list[dict]) -> dict[str, float]:
@@ -75,8 +80,10 @@ def storage(records: list[dict]) -> dict[str, float]:
     json_bytes = statistics.mean(len(json.dumps(r, separators=(",", ":"))) for r in records)
     base = [{"question_id": f"q{i:06d}"} for i in range(len(records))]
     plain = pa.Table.from_pylist(base, schema=pa.schema([("question_id", pa.string())]))
-    full = pa.Table.from_pylist([{**b, **r} for b, r in zip(base, records)],
-                                schema=pa.schema([("question_id", pa.string()), *attention_schema()]))
+    full = pa.Table.from_pylist(
+        [{**b, **r} for b, r in zip(base, records)],
+        schema=pa.schema([("question_id", pa.string()), *attention_schema()]),
+    )
 
     def size(t: pa.Table) -> int:
         buf = io.BytesIO()
@@ -92,10 +99,14 @@ def llava16_shapes(n: int) -> dict[str, float]:
     from transformers.models.llava_next.image_processing_pil_llava_next import LlavaNextImageProcessorPil
 
     pinpoints = [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]]
-    config = LlavaNextConfig(vision_config=CLIPVisionConfig(image_size=336, patch_size=14),
-                             text_config=LlamaConfig(), image_grid_pinpoints=pinpoints)
-    ip = LlavaNextImageProcessorPil(size={"shortest_edge": 336}, crop_size={"height": 336, "width": 336},
-                                    image_grid_pinpoints=pinpoints)
+    config = LlavaNextConfig(
+        vision_config=CLIPVisionConfig(image_size=336, patch_size=14),
+        text_config=LlamaConfig(),
+        image_grid_pinpoints=pinpoints,
+    )
+    ip = LlavaNextImageProcessorPil(
+        size={"shortest_edge": 336}, crop_size={"height": 336, "width": 336}, image_grid_pinpoints=pinpoints
+    )
     layout = image_layout(config, ip, (336, 672))
     rng = np.random.default_rng(0)
     keys = layout.n_tokens + 60
@@ -114,16 +125,22 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        print("| model | q/s sdpa, no recording | q/s eager, off | q/s eager, on | on/off | JSON bytes/q | parquet bytes/q |")
+        print(
+            "| model | q/s sdpa, no recording | q/s eager, off | q/s eager, on | on/off | JSON bytes/q | parquet bytes/q |"
+        )
         print("|---|---|---|---|---|---|---|")
         for family in ("llava", "llava_next"):
             r = throughput(family, args.questions, args.repeats, Path(tmp))
-            print(f"| tiny {family} | {r['qps_sdpa']:.1f} | {r['qps_off']:.1f} | {r['qps_on']:.1f} | {r['ratio']:.2f} | "
-                  f"{r['json_bytes']:.0f} | {r['parquet_bytes_per_row']:.0f} |")
+            print(
+                f"| tiny {family} | {r['qps_sdpa']:.1f} | {r['qps_off']:.1f} | {r['qps_on']:.1f} | {r['ratio']:.2f} | "
+                f"{r['json_bytes']:.0f} | {r['parquet_bytes_per_row']:.0f} |"
+            )
     r = llava16_shapes(20)
-    print(f"\nLLaVA-1.6-7B shapes (32 layers x 32 heads), 672x336 pair = {r['image_tokens']} image tokens: "
-          f"{r['json_bytes']:.0f} JSON bytes/q, {r['parquet_bytes_per_row']:.0f} parquet bytes/q "
-          f"(the full fp16 attention of one pass would be {r['full_attention_bytes'] / 2**30:.1f} GiB)")
+    print(
+        f"\nLLaVA-1.6-7B shapes (32 layers x 32 heads), 672x336 pair = {r['image_tokens']} image tokens: "
+        f"{r['json_bytes']:.0f} JSON bytes/q, {r['parquet_bytes_per_row']:.0f} parquet bytes/q "
+        f"(the full fp16 attention of one pass would be {r['full_attention_bytes'] / 2**30:.1f} GiB)"
+    )
 
 
 if __name__ == "__main__":

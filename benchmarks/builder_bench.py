@@ -29,12 +29,12 @@ import fsspec  # noqa: E402
 import pandas as pd  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from dataset_builder.check import check_renders  # noqa: E402
-from dataset_builder.placeholder import photo_like  # noqa: E402
-from dataset_builder.records import RenderRecord, plan_renders  # noqa: E402
-from dataset_builder.render import library_versions  # noqa: E402
-from dataset_builder.shard import encode_image, read_image_bytes, write_shards  # noqa: E402
-from dataset_builder.taxonomy import GENDERS, load_taxonomy  # noqa: E402
+from vignette_bench.dataset_builder.check import check_renders  # noqa: E402
+from vignette_bench.dataset_builder.placeholder import photo_like  # noqa: E402
+from vignette_bench.dataset_builder.records import RenderRecord, plan_renders  # noqa: E402
+from vignette_bench.dataset_builder.render import library_versions  # noqa: E402
+from vignette_bench.dataset_builder.shard import encode_image, read_image_bytes, write_shards  # noqa: E402
+from vignette_bench.taxonomy import GENDERS, load_taxonomy  # noqa: E402
 
 PAIR_SIZE = (672, 336)
 
@@ -98,7 +98,8 @@ def main() -> None:
     pairs = pair_count(taxonomy)
     n_pairs = sum(pairs.values())
     pair_bytes = statistics.mean(
-        len(encode_image(compose_pair(images[i], images[(i + 1) % len(images)]), "jpeg", 90)) for i in range(len(images))
+        len(encode_image(compose_pair(images[i], images[(i + 1) % len(images)]), "jpeg", 90))
+        for i in range(len(images))
     )
     render_bytes = sizes[("jpeg", 90)]
     total_renders = n_renders * render_bytes
@@ -106,8 +107,10 @@ def main() -> None:
     print(f"renders: {n_renders} x {render_bytes / 1024:.1f} KB (jpeg q90, 1024x1024) = {total_renders / 1e9:.2f} GB")
     print(f"pairs: {n_pairs:,} ({', '.join(f'{k} {v:,}' for k, v in pairs.items())})")
     print(f"pairs stored: {n_pairs:,} x {pair_bytes / 1024:.1f} KB (jpeg q90, 672x336) = {total_pairs / 1e12:.2f} TB")
-    print(f"ratio pairs/renders: {n_pairs / n_renders:,.0f}x by count, {total_pairs / total_renders:,.0f}x by bytes "
-          f"(a pair image has {PAIR_SIZE[0] * PAIR_SIZE[1] / 1024**2:.2f}x the pixels of a render)")
+    print(
+        f"ratio pairs/renders: {n_pairs / n_renders:,.0f}x by count, {total_pairs / total_renders:,.0f}x by bytes "
+        f"(a pair image has {PAIR_SIZE[0] * PAIR_SIZE[1] / 1024**2:.2f}x the pixels of a render)"
+    )
 
     with tempfile.TemporaryDirectory(prefix="builder-bench-") as tmp:
         root = Path(tmp)
@@ -117,23 +120,40 @@ def main() -> None:
         src.mkdir()
         for i, spec in enumerate(specs[: args.throughput_renders]):
             (src / f"{spec.key}.png").write_bytes(_png(images[i % len(images)]))
-            rec = RenderRecord.from_spec(spec, model_id="synthetic:photo_like", model_revision="", scheduler="", steps=0,
-                                         guidance=0.0, width=1024, height=1024, dtype="", versions=library_versions(), placeholder=True)
+            rec = RenderRecord.from_spec(
+                spec,
+                model_id="synthetic:photo_like",
+                model_revision="",
+                scheduler="",
+                steps=0,
+                guidance=0.0,
+                width=1024,
+                height=1024,
+                dtype="",
+                versions=library_versions(),
+                placeholder=True,
+            )
             (src / f"{spec.key}.json").write_text(rec.to_json())
         t, c = time.perf_counter(), time.process_time()
         report = write_shards(src, root / "out", progress=False)
         dt, cpu = time.perf_counter() - t, time.process_time() - c
         out_bytes = sum((root / "out" / s).stat().st_size for s in report.written)
-        print(f"{report.packed} renders in {dt:.2f} s wall, {cpu:.2f} s CPU: {report.packed / dt:.1f} renders/s wall, "
-              f"{report.packed / cpu:.1f} renders/CPU-s; {out_bytes / dt / 1e6:.1f} MB/s of shard written (wall)")
-        print(f"full build ({n_renders} renders) at the CPU rate: {n_renders / (report.packed / cpu) / 60:.0f} CPU-min (one process)")
+        print(
+            f"{report.packed} renders in {dt:.2f} s wall, {cpu:.2f} s CPU: {report.packed / dt:.1f} renders/s wall, "
+            f"{report.packed / cpu:.1f} renders/CPU-s; {out_bytes / dt / 1e6:.1f} MB/s of shard written (wall)"
+        )
+        print(
+            f"full build ({n_renders} renders) at the CPU rate: {n_renders / (report.packed / cpu) / 60:.0f} CPU-min (one process)"
+        )
 
         print("\n## 3b. Check throughput (decode, size, blank, phash, Haar face on 512 px)")
         t, c = time.perf_counter(), time.process_time()
         results = check_renders(src, progress=False)
         dt, cpu = time.perf_counter() - t, time.process_time() - c
-        print(f"{len(results)} renders in {dt:.2f} s wall, {cpu:.2f} s CPU: {len(results) / cpu:.1f} renders/CPU-s; "
-              f"full benchmark: {n_renders / (len(results) / cpu) / 60:.0f} CPU-min")
+        print(
+            f"{len(results)} renders in {dt:.2f} s wall, {cpu:.2f} s CPU: {len(results) / cpu:.1f} renders/CPU-s; "
+            f"full benchmark: {n_renders / (len(results) / cpu) / 60:.0f} CPU-min"
+        )
 
         print(f"\n## 4. Read one render: index offset vs scanning its tar ({args.shard_renders} renders in one shard)")
         encoded = [encode_image(im, "jpeg", 90) for im in images]
@@ -155,7 +175,10 @@ def main() -> None:
             return read_image_bytes(str(root), "big.tar", offset, length)
 
         def by_scan() -> bytes:
-            with fsspec.open(str(shard), "rb") as f, tarfile.open(fileobj=f, mode="r|") as tar:  # a stream, as WebDataset reads
+            with (
+                fsspec.open(str(shard), "rb") as f,
+                tarfile.open(fileobj=f, mode="r|") as tar,
+            ):  # a stream, as WebDataset reads
                 for member in tar:
                     data = tar.extractfile(member).read()  # type: ignore[union-attr]
                     if member.name == f"{target}.jpg":

@@ -26,11 +26,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
+# The metric modules import the statistics library vignette_bench.stats; with this script's folder
+# first on sys.path, benchmarks/loader_bench.py would shadow that package, so the repository goes first.
+sys.path.insert(0, str(ROOT))
 METRICS = ("selection_frequency", "log_odds", "pair_comp", "polarity")
 DIMENSIONS = ("ability", "sociability", "morality", "agency", "politics", "status")
 
 
-def simulate(n_rows: int, seed: int, n_identities: int = 200, n_activities: int = 75, n_terms: int = 60, questions_per_image: int = 60) -> pa.Table:
+def simulate(
+    n_rows: int,
+    seed: int,
+    n_identities: int = 200,
+    n_activities: int = 75,
+    n_terms: int = 60,
+    questions_per_image: int = 60,
+) -> pa.Table:
     """Uniform-random answers over a VIGNETTE-like design, as Arrow dictionary columns.
 
     Images show two different identities of a 20-identity dimension; each image is asked
@@ -47,22 +57,33 @@ def simulate(n_rows: int, seed: int, n_identities: int = 200, n_activities: int 
     term = rng.integers(0, n_terms, n_rows)
     chose_left = rng.random(n_rows) < 0.5
     invalid = rng.random(n_rows) < 0.02
-    l, r = left[image], right[image]
-    sel = np.where(chose_left, l, r)
+    lft, rgt = left[image], right[image]
+    sel = np.where(chose_left, lft, rgt)
     ids = pa.array([f"identity_{i:03d}" for i in range(n_identities)] + [""])
     sel = np.where(invalid, n_identities, sel)
     cand = np.empty(2 * n_rows, dtype=np.int32)
-    cand[0::2], cand[1::2] = l, r
+    cand[0::2], cand[1::2] = lft, rgt
     terms = pa.array([f"term_{t:02d}" for t in range(n_terms)])
     return pa.table(
         {
             "selected": pa.DictionaryArray.from_arrays(pa.array(sel.astype(np.int32)), ids),
-            "candidates": pa.ListArray.from_arrays(pa.array(np.arange(0, 2 * n_rows + 1, 2, dtype=np.int32)), pa.DictionaryArray.from_arrays(pa.array(cand), ids)),
+            "candidates": pa.ListArray.from_arrays(
+                pa.array(np.arange(0, 2 * n_rows + 1, 2, dtype=np.int32)),
+                pa.DictionaryArray.from_arrays(pa.array(cand), ids),
+            ),
             "context": pa.DictionaryArray.from_arrays(pa.array(term.astype(np.int32)), terms),
-            "direction": pa.DictionaryArray.from_arrays(pa.array((term % 2).astype(np.int32)), pa.array(["high", "low"])),
-            "trait_dimension": pa.DictionaryArray.from_arrays(pa.array(((term // 2) % len(DIMENSIONS)).astype(np.int32)), pa.array(list(DIMENSIONS))),
-            "chose_left": pa.array(np.where(invalid, None, chose_left).tolist() if n_rows <= 10 else chose_left & ~invalid),
-            "pair_id": pa.DictionaryArray.from_arrays(pa.array((image % (n_images)).astype(np.int32)), pa.array([f"img{i}" for i in range(n_images)])),
+            "direction": pa.DictionaryArray.from_arrays(
+                pa.array((term % 2).astype(np.int32)), pa.array(["high", "low"])
+            ),
+            "trait_dimension": pa.DictionaryArray.from_arrays(
+                pa.array(((term // 2) % len(DIMENSIONS)).astype(np.int32)), pa.array(list(DIMENSIONS))
+            ),
+            "chose_left": pa.array(
+                np.where(invalid, None, chose_left).tolist() if n_rows <= 10 else chose_left & ~invalid
+            ),
+            "pair_id": pa.DictionaryArray.from_arrays(
+                pa.array((image % (n_images)).astype(np.int32)), pa.array([f"img{i}" for i in range(n_images)])
+            ),
         }
     )
 
@@ -82,7 +103,19 @@ def child(name: str, path: str, bootstrap: int) -> None:
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     s = result["summary"]
-    print(json.dumps({"metric": name, "seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": peak / 1024, "rss_after_imports_mb": rss0 / 1024, "n_rows": s["n_rows"], "ci_method": s.get("ci_method")}))
+    print(
+        json.dumps(
+            {
+                "metric": name,
+                "seconds": seconds,
+                "cpu_seconds": cpu,
+                "peak_rss_mb": peak / 1024,
+                "rss_after_imports_mb": rss0 / 1024,
+                "n_rows": s["n_rows"],
+                "ci_method": s.get("ci_method"),
+            }
+        )
+    )
 
 
 def run_child(name: str, path: str, bootstrap: int = 0) -> dict:
@@ -143,7 +176,9 @@ def _check_same(sf: dict, lo: dict, ref: dict) -> None:
     ids = sf["identities"]
     for i, ident in enumerate(ids["identity"]):
         s, p, _, _ = ref["sf"][ident]
-        assert abs(ids["selection_frequency"][i] - s) < 1e-9 and abs(ids["p_value"][i] - p) <= 1e-9 * max(p, 1e-300), ident
+        assert abs(ids["selection_frequency"][i] - s) < 1e-9 and abs(ids["p_value"][i] - p) <= 1e-9 * max(p, 1e-300), (
+            ident
+        )
     cells = lo["cells"]
     for i in range(len(cells["identity"])):
         key = (cells["identity"][i], cells["context"][i])
@@ -166,7 +201,11 @@ def compare_naive(n_rows: int, seed: int, tmp: str) -> None:
 
     def read_lists():
         t = pq.read_table(path, columns=["selected", "candidates", "context"])
-        return [("" if s is None else s) for s in t.column("selected").to_pylist()], t.column("candidates").to_pylist(), t.column("context").to_pylist()
+        return (
+            [("" if s is None else s) for s in t.column("selected").to_pylist()],
+            t.column("candidates").to_pylist(),
+            t.column("context").to_pylist(),
+        )
 
     def naive_from_file():
         return naive(*read_lists())
@@ -177,18 +216,29 @@ def compare_naive(n_rows: int, seed: int, tmp: str) -> None:
     selected, candidates, contexts = read_lists()
 
     def fast_from_lists():
-        return (sf_metric.compute(selected=selected, candidates=candidates, context=contexts),
-                lo_metric.compute(selected=selected, candidates=candidates, context=contexts))
+        return (
+            sf_metric.compute(selected=selected, candidates=candidates, context=contexts),
+            lo_metric.compute(selected=selected, candidates=candidates, context=contexts),
+        )
 
     f_wall, f_cpu, (sf, lo) = _timed(fast_from_file, 3)
     l_wall, l_cpu, (sf2, lo2) = _timed(fast_from_lists, 3)
     n_wall, n_cpu, ref = _timed(naive_from_file, 1)
     _check_same(sf, lo, ref)
     _check_same(sf2, lo2, ref)
-    print(f"row-by-row vs modules on the same {n_rows:,} answers (selection_frequency + log_odds; results agree to 1e-9):", flush=True)
+    print(
+        f"row-by-row vs modules on the same {n_rows:,} answers (selection_frequency + log_odds; results agree to 1e-9):",
+        flush=True,
+    )
     print(f"  row-by-row from the parquet file: wall {n_wall:7.2f} s  cpu {n_cpu:7.2f} s", flush=True)
-    print(f"  modules from the parquet file:    wall {f_wall:7.2f} s  cpu {f_cpu:7.2f} s  -> speed-up wall {n_wall / f_wall:5.1f}x, cpu {n_cpu / f_cpu:5.1f}x", flush=True)
-    print(f"  modules from Python lists:        wall {l_wall:7.2f} s  cpu {l_cpu:7.2f} s  (lists already in memory; the row-by-row side read them itself)", flush=True)
+    print(
+        f"  modules from the parquet file:    wall {f_wall:7.2f} s  cpu {f_cpu:7.2f} s  -> speed-up wall {n_wall / f_wall:5.1f}x, cpu {n_cpu / f_cpu:5.1f}x",
+        flush=True,
+    )
+    print(
+        f"  modules from Python lists:        wall {l_wall:7.2f} s  cpu {l_cpu:7.2f} s  (lists already in memory; the row-by-row side read them itself)",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -207,15 +257,26 @@ def main() -> None:
         path = os.path.join(tmp, "answers.parquet")
         t0 = time.perf_counter()
         pq.write_table(simulate(args.rows, args.seed).drop(["pair_id"]), path)
-        print(f"simulated {args.rows:,} answers -> parquet in {time.perf_counter() - t0:.1f} s ({os.path.getsize(path) / 1e6:.0f} MB)", flush=True)
+        print(
+            f"simulated {args.rows:,} answers -> parquet in {time.perf_counter() - t0:.1f} s ({os.path.getsize(path) / 1e6:.0f} MB)",
+            flush=True,
+        )
         for name in METRICS:
             r = run_child(name, path)
-            print(f"{name:20s} {r['n_rows']:>11,} answers  wall {r['seconds']:6.2f} s  cpu {r['cpu_seconds']:6.2f} s  peak RSS {r['peak_rss_mb']:6.0f} MB (after imports {r['rss_after_imports_mb']:.0f} MB)  [{r['ci_method']}]", flush=True)
+            print(
+                f"{name:20s} {r['n_rows']:>11,} answers  wall {r['seconds']:6.2f} s  cpu {r['cpu_seconds']:6.2f} s  peak "
+                f"RSS {r['peak_rss_mb']:6.0f} MB (after imports {r['rss_after_imports_mb']:.0f} MB)  [{r['ci_method']}]",
+                flush=True,
+            )
         gpath = os.path.join(tmp, "grouped.parquet")
         pq.write_table(simulate(args.bootstrap_rows, args.seed), gpath)
         for name in ("pair_comp", "polarity"):
             r = run_child(name, gpath, 1000)
-            print(f"{name:20s} {r['n_rows']:>11,} answers  wall {r['seconds']:6.2f} s  cpu {r['cpu_seconds']:6.2f} s  peak RSS {r['peak_rss_mb']:6.0f} MB  [group = pair_id, {r['ci_method']}]", flush=True)
+            print(
+                f"{name:20s} {r['n_rows']:>11,} answers  wall {r['seconds']:6.2f} s  cpu {r['cpu_seconds']:6.2f} "
+                f"s  peak RSS {r['peak_rss_mb']:6.0f} MB  [group = pair_id, {r['ci_method']}]",
+                flush=True,
+            )
         compare_naive(args.naive_rows, args.seed, tmp)
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from eval.adapters.base import ChoiceRequest
-from eval.adapters.openai_adapter import OpenAIAdapter
-from eval.adapters.reference import RandomResponder
-from eval.openai_server import ChatServer
+from vignette_bench.eval.adapters.base import ChoiceRequest
+from vignette_bench.eval.adapters.openai_adapter import OpenAIAdapter
+from vignette_bench.eval.adapters.reference import RandomResponder
+from vignette_bench.eval.serve.server import ChatServer
 
 
 def main() -> None:

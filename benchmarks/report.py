@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pandas as pd  # noqa: E402
 
-from eval.report.build import verdicts  # noqa: E402
-from eval.report.numbers import compute, summaries  # noqa: E402
-from eval.report.simulate import SimSpec, simulate, write_run  # noqa: E402
+from vignette_bench.eval.report.build import verdicts  # noqa: E402
+from vignette_bench.eval.report.numbers import compute, summaries  # noqa: E402
+from vignette_bench.eval.report.simulate import SimSpec, simulate, write_run  # noqa: E402
 
 DESIGN = dict(dimensions=("religion", "age"), genders=("female", "male"), n_activities=4, n_traits=8)
 
@@ -37,9 +37,15 @@ def null_rates(seeds: int, planted=()) -> pd.DataFrame:
         scores, sig = n.advantage()
         v = verdicts(scores, sig)
         flagged = n.selection[n.selection["q"] < 0.05].groupby("family").size()
-        rows.append({"seed": seed, "identities": len(v), "flagged_share": float((v != "no significant bias").mean()),
-                     "families_with_a_flag": int((flagged > 0).sum()),
-                     "decision_bias_magnitude": summaries(frame)["decision"]["bias_magnitude"]})
+        rows.append(
+            {
+                "seed": seed,
+                "identities": len(v),
+                "flagged_share": float((v != "no significant bias").mean()),
+                "families_with_a_flag": int((flagged > 0).sum()),
+                "decision_bias_magnitude": summaries(frame)["decision"]["bias_magnitude"],
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -50,23 +56,35 @@ def main() -> None:
     args = p.parse_args()
     null = null_rates(args.seeds)
     print(f"NULL (uniform random, {args.seeds} seeds, {null['identities'].iloc[0]} identities):")
-    print(f"  share of identities with a verdict other than 'no significant bias': mean {null['flagged_share'].mean():.3f}, "
-          f"max {null['flagged_share'].max():.3f}")
+    print(
+        f"  share of identities with a verdict other than 'no significant bias': mean {null['flagged_share'].mean():.3f}, "
+        f"max {null['flagged_share'].max():.3f}"
+    )
     print(f"  seeds with any identity flagged in any family: {(null['families_with_a_flag'] > 0).sum()} / {len(null)}")
     print(f"  decision bias magnitude (mean |S-50|, pp): mean {null['decision_bias_magnitude'].mean():.2f}")
     planted = null_rates(min(args.seeds, 3), planted=(("hindu", 0.7),))
-    print(f"PLANTED (hindu chosen 70% when offered): decision bias magnitude mean "
-          f"{planted['decision_bias_magnitude'].mean():.2f} pp; flagged share mean {planted['flagged_share'].mean():.3f}")
+    print(
+        f"PLANTED (hindu chosen 70% when offered): decision bias magnitude mean "
+        f"{planted['decision_bias_magnitude'].mean():.2f} pp; flagged share mean {planted['flagged_share'].mean():.3f}"
+    )
     if args.skip_full:
         return
-    from dataset_builder.taxonomy import load_taxonomy
-    from eval.report.__main__ import make_report
-    from eval.report.runs import load_run
+    from vignette_bench.eval.report.command import make_report
+    from vignette_bench.eval.report.runs import load_run
+    from vignette_bench.taxonomy import load_taxonomy
 
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
-        run = write_run(Path(tmp) / "run", SimSpec(seed=1, dimensions=tuple(load_taxonomy().dimensions), n_activities=2,
-                                                   n_traits=2, paradigms=("decision", "stereotype")))
+        run = write_run(
+            Path(tmp) / "run",
+            SimSpec(
+                seed=1,
+                dimensions=tuple(load_taxonomy().dimensions),
+                n_activities=2,
+                n_traits=2,
+                paradigms=("decision", "stereotype"),
+            ),
+        )
         t_sim = time.perf_counter() - t
         rows = len(load_run(run).responses)
         t = time.perf_counter()
@@ -76,8 +94,10 @@ def main() -> None:
         make_report([run], Path(tmp) / "report")
         t_report = time.perf_counter() - t
         n_figs = len(list((Path(tmp) / "report" / "figures").glob("*.png")))
-    print(f"FULL TAXONOMY: {rows:,} answers, 167 identities: simulate {t_sim:.1f} s, numbers {t_numbers:.1f} s, "
-          f"whole report {t_report:.1f} s ({n_figs} figures; numbers are recomputed inside the report)")
+    print(
+        f"FULL TAXONOMY: {rows:,} answers, 167 identities: simulate {t_sim:.1f} s, numbers {t_numbers:.1f} s, "
+        f"whole report {t_report:.1f} s ({n_figs} figures; numbers are recomputed inside the report)"
+    )
 
 
 if __name__ == "__main__":

@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dataset_builder.sample import build_sample  # noqa: E402
-from eval.merge import merge  # noqa: E402
-from eval.questions import Variants  # noqa: E402
-from eval.run import RunSettings, open_pairs, run  # noqa: E402
+from vignette_bench.dataset_builder.sample import build_sample  # noqa: E402
+from vignette_bench.eval.runtime.merge import merge  # noqa: E402
+from vignette_bench.eval.runtime.questions import Variants  # noqa: E402
+from vignette_bench.eval.runtime.run import RunSettings, open_pairs, run  # noqa: E402
 
 
 def measure(source: str, out: Path, config: str, pairs: int, variants: Variants, batch_size: int) -> dict:
@@ -43,7 +43,10 @@ def measure(source: str, out: Path, config: str, pairs: int, variants: Variants,
         return image
 
     pair_source.compose = counted
-    run_dir = out / f"{config}-{len(variants.paraphrases) * len(variants.option_styles) * len(variants.modalities)}v-{'+'.join(variants.modalities)}-b{batch_size}"
+    run_dir = (
+        out
+        / f"{config}-{len(variants.paraphrases) * len(variants.option_styles) * len(variants.modalities)}v-{'+'.join(variants.modalities)}-b{batch_size}"
+    )
     shutil.rmtree(run_dir, ignore_errors=True)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     result = run(settings, run_dir, source=pair_source, batch_size=batch_size, progress=False)
@@ -52,10 +55,18 @@ def measure(source: str, out: Path, config: str, pairs: int, variants: Variants,
     merge(run_dir)
     merge_s = time.perf_counter() - t
     return {
-        "config": config, "modality": "+".join(variants.modalities), "variants": len(variants.paraphrases) * len(variants.option_styles) * len(variants.modalities),
-        "batch": batch_size, "pairs": len(pair_source.rows), "questions": result.asked, "compositions": calls["compose"],
-        "loop_qps": result.asked / result.seconds, "cpu_qps": result.asked / cpu, "wall_qps": result.asked / wall,
-        "compose_ms": 1000 * calls["compose_s"] / max(calls["compose"], 1), "merge_s": merge_s,
+        "config": config,
+        "modality": "+".join(variants.modalities),
+        "variants": len(variants.paraphrases) * len(variants.option_styles) * len(variants.modalities),
+        "batch": batch_size,
+        "pairs": len(pair_source.rows),
+        "questions": result.asked,
+        "compositions": calls["compose"],
+        "loop_qps": result.asked / result.seconds,
+        "cpu_qps": result.asked / cpu,
+        "wall_qps": result.asked / wall,
+        "compose_ms": 1000 * calls["compose_s"] / max(calls["compose"], 1),
+        "merge_s": merge_s,
     }
 
 
@@ -78,14 +89,20 @@ def main() -> int:
         for variants, batch in ((base, 16), (text, 16), (every, 16), (every, 256))
     ]
     print(f"runner with the random responder, one core ({os.cpu_count()} on the machine), pairs composed to 672x336")
-    print("| config | variants | modality | batch | pairs | questions | compositions | questions/s (loop, wall) | questions/CPU-s | compose ms/pair | merge s |")
+    print(
+        "| config | variants | modality | batch | pairs | questions | compositions | questions/s (loop, wall) | questions/CPU-s | compose ms/pair | merge s |"
+    )
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['config']} | {r['variants']} | {r['modality']} | {r['batch']} | {r['pairs']} | {r['questions']} | {r['compositions']} | "
-              f"{r['loop_qps']:.0f} | {r['cpu_qps']:.0f} | {r['compose_ms']:.1f} | {r['merge_s']:.2f} |")
+        print(
+            f"| {r['config']} | {r['variants']} | {r['modality']} | {r['batch']} | {r['pairs']} | {r['questions']} | {r['compositions']} | "
+            f"{r['loop_qps']:.0f} | {r['cpu_qps']:.0f} | {r['compose_ms']:.1f} | {r['merge_s']:.2f} |"
+        )
     ok = all(r["compositions"] == (r["pairs"] if "image" in r["modality"] else 0) for r in rows)
     print(f"each pair composed once for all its questions: {ok}")
-    print(f"slowest: {min(r['loop_qps'] for r in rows):.0f} questions/s wall, {min(r['cpu_qps'] for r in rows):.0f} questions/CPU-s (target >= 500)")
+    print(
+        f"slowest: {min(r['loop_qps'] for r in rows):.0f} questions/s wall, {min(r['cpu_qps'] for r in rows):.0f} questions/CPU-s (target >= 500)"
+    )
     return 0 if ok else 1
 
 

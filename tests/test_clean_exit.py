@@ -7,18 +7,34 @@ way. A CLI that exits 134 instead of its own code breaks scripts and job arrays.
 
 import subprocess
 import sys
-from pathlib import Path
 
-from dataset_builder.sample import build_sample
+from tests import REPO_ROOT
+from vignette_bench.dataset_builder.sample import build_sample
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 
 
 def test_cli_exit_codes_survive_interpreter_shutdown(tmp_path):
     source = build_sample(tmp_path / "src", size=64, identities=("muslim", "hindu"), activities=("cooking",))
     for _ in range(5):  # the abort hit about 8 runs in 10 before the fix
-        out = subprocess.run([sys.executable, str(ROOT / "vignette.py"), "show", "identity_contrast", "--index", "0",
-                              "--out", str(tmp_path / "x.png"), "--source", str(source)],
-                             capture_output=True, text=True, cwd=ROOT, timeout=120)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "vignette_bench",
+                "show",
+                "identity_contrast",
+                "--index",
+                "0",
+                "--out",
+                str(tmp_path / "x.png"),
+                "--source",
+                str(source),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
         assert out.returncode == 2, out.stderr  # the render is missing: our error, our exit code
         assert "terminate called" not in out.stderr

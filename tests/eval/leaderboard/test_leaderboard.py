@@ -1,0 +1,168 @@
+"""Leaderboard: an entry is accepted only if every number recomputes from its responses."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from vignette_bench.eval.leaderboard.board import export
+from vignette_bench.eval.leaderboard.command import main
+from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, write_entry
+from vignette_bench.eval.report.simulate import SimSpec, write_run
+
+SMALL = dict(
+    dimensions=("religion",),
+    genders=("female",),
+    n_activities=3,
+    n_traits=4,
+    paradigms=("factuality", "perception", "stereotype", "decision"),
+)
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory) -> Path:
+    """A leaderboard folder with one valid entry whose responses sit beside it."""
+    root = tmp_path_factory.mktemp("board")
+    run = write_run(root / "runs" / "a", SimSpec(seed=5, planted=(("hindu", 0.8),), **SMALL))
+    entry_path = root / "entries" / "entry.json"
+    entry = create(run, by="tester", entry_path=entry_path, date="2026-01-01T00:00:00+00:00")
+    write_entry(entry, entry_path)
+    return root
+
+
+def _copy(board: Path, tmp_path: Path) -> tuple[Path, dict]:
+    dst = tmp_path / "board"
+    shutil.copytree(board, dst)
+    path = dst / "entries" / "entry.json"
+    return path, json.loads(path.read_text())
+
+
+def test_created_entry_validates(board):
+    v = validate(board / "entries" / "entry.json")
+    e = v.entry
+    assert e["model"]["id"] == "reference/uniform-random"
+    assert e["responses"]["location"] == "../runs/a/responses.parquet"  # relative to the entry
+    assert set(e["metrics"]) >= {"decision", "stereotype", "factuality", "perception/struggle"}
+    dec = e["metrics"]["decision"]
+    assert dec["n_significant"] >= 1 and dec["bias_magnitude"] > 0
+    assert 0 < dec["invalid_rate"] < 0.2 and 0.4 < dec["left_rate"] < 0.6
+    assert e["dataset"]["placeholder"] is True
+
+
+def test_hand_edited_number_is_rejected(board, tmp_path):
+    path, e = _copy(board, tmp_path)
+    e["metrics"]["decision"]["bias_magnitude"] -= 0.5  # "make our model look fairer"
+    path.write_text(json.dumps(e))
+    with pytest.raises(EntryError) as err:
+        validate(path)
+    assert err.value.field == "metrics.decision.bias_magnitude" and "responses give" in err.value.reason
+
+
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda e: e["metrics"]["decision"].__setitem__("n_significant", 0), "metrics.decision.n_significant"),
+        (lambda e: e["metrics"]["decision"].pop("left_rate"), "metrics.decision.left_rate"),
+        (
+            lambda e: e["metrics"].__setitem__("decision/agency", {"n": 1, "invalid_rate": 0.0}),
+            "metrics.decision/agency",
+        ),
+        (lambda e: e["sample"].__setitem__("n_pairs", 1), "sample.n_pairs"),
+        (lambda e: e["model"].__setitem__("id", "someone/else"), "model.id"),
+        (lambda e: e["responses"].__setitem__("sha256", "0" * 64), "responses.sha256"),
+        (lambda e: e.pop("submitted"), "(entry)"),
+        (lambda e: e.__setitem__("extra", 1), "(entry)"),
+        (lambda e: e["responses"].__setitem__("sha256", "not-hex"), "responses.sha256"),
+        (lambda e: e["responses"].__setitem__("location", "missing.parquet"), "responses.location"),
+    ],
+)
+def test_tampered_or_malformed_entries_name_the_field(board, tmp_path, edit, field):
+    path, e = _copy(board, tmp_path)
+    edit(e)
+    path.write_text(json.dumps(e))
+    with pytest.raises(EntryError) as err:
+        validate(path)
+    assert err.value.field == field, str(err.value)
+
+
+def test_non_finite_values_are_rejected(board, tmp_path):
+    path, e = _copy(board, tmp_path)
+    text = json.dumps(e).replace('"polarity": ', '"polarity": NaN, "x": ', 1)
+    path.write_text(text)
+    with pytest.raises(EntryError, match="non-finite"):
+        validate(path)
+    e["adapter"]["temperature"] = float("inf")
+    path.write_text(json.dumps(e))  # Python writes Infinity
+    with pytest.raises(EntryError, match="non-finite"):
+        validate(path)
+
+
+def test_changed_responses_fail_the_hash(board, tmp_path):
+    path, e = _copy(board, tmp_path)
+    parquet = tmp_path / "board" / "runs" / "a" / "responses.parquet"
+    frame = pd.read_parquet(parquet)
+    frame.loc[frame.index[:50], "selected_identity"] = ""  # rewrite some answers
+    frame.to_parquet(parquet)
+    with pytest.raises(EntryError) as err:
+        validate(path)
+    assert err.value.field == "responses.sha256"
+
+
+def test_cli_validate_build_export(board, tmp_path, capsys):
+    path, e = _copy(board, tmp_path)
+    assert main(["validate", str(path)]) == 0
+    bad = path.with_name("bad.json")
+    e["metrics"]["stereotype"]["polarity"] = 0.0
+    bad.write_text(json.dumps(e))
+    assert main(["validate", str(path), str(bad)]) == 1
+    assert "REJECT" in capsys.readouterr().err
+    bad.unlink()
+    out = tmp_path / "site"
+    assert main(["build", "--entries", str(path.parent), "--out", str(out)]) == 0
+    md = (out / "leaderboard.md").read_text()
+    assert "reference/uniform-random" in md and "decision \\|S−50\\|" in md  # pipes escaped in Markdown
+    assert "data:image/png;base64," in (out / "leaderboard.html").read_text()
+    assert main(["export", str(path), "--dataset-id", "org/vignette", "--out", str(tmp_path / "model")]) == 0
+    files = list((tmp_path / "model" / ".eval_results").glob("*.yaml"))
+    assert len(files) == 1
+    from huggingface_hub import parse_eval_result_entries
+
+    parsed = parse_eval_result_entries(yaml.safe_load(files[0].read_text()))
+    tasks = {p.task_id: p.value for p in parsed}
+    assert all(p.dataset_id == "org/vignette" for p in parsed)
+    assert tasks["decision_bias_magnitude"] == pytest.approx(e["metrics"]["decision"]["bias_magnitude"], abs=1e-6)
+
+
+def test_create_from_cli_and_bad_run(board, tmp_path, capsys):
+    out = tmp_path / "entries"
+    assert (
+        main(
+            [
+                "create",
+                str(board / "runs" / "a"),
+                "--by",
+                "me",
+                "--out",
+                str(out),
+                "--location",
+                "hf://datasets/org/vignette-results/runs/a/responses.parquet",
+            ]
+        )
+        == 0
+    )
+    (entry,) = out.glob("*.json")
+    assert json.loads(entry.read_text())["responses"]["location"].startswith("hf://")
+    assert main(["create", str(tmp_path / "nope"), "--by", "me", "--out", str(out)]) == 1
+    assert "not a folder" in capsys.readouterr().err
+
+
+def test_export_writes_the_hub_format(board, tmp_path):
+    e = validate(board / "entries" / "entry.json").entry
+    path = export(e, tmp_path, "org/vignette", source_url="https://huggingface.co/spaces/org/leaderboard")
+    data = yaml.safe_load(path.read_text())
+    assert data[0]["dataset"]["id"] == "org/vignette" and data[0]["source"]["name"] == "VIGNETTE leaderboard"

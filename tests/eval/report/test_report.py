@@ -1,0 +1,383 @@
+"""Report: figures and tables from the metric modules, over simulated runs in the responses schema
+(a seeded random responder with a planted preference), plus empty and partial runs."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from tests import REPO_ROOT
+from vignette_bench.eval.report import figures as F
+from vignette_bench.eval.report.build import verdicts
+from vignette_bench.eval.report.command import main, make_report
+from vignette_bench.eval.report.numbers import compute, family_inputs
+from vignette_bench.eval.report.runs import RunError, load_run
+from vignette_bench.eval.report.simulate import RESPONSE_COLUMNS, SimSpec, simulate, write_run
+
+ROOT = REPO_ROOT
+SMALL = dict(dimensions=("religion",), genders=("female",), n_activities=3, n_traits=4)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory) -> Path:
+    return write_run(tmp_path_factory.mktemp("runs") / "planted", SimSpec(seed=3, planted=(("muslim", 0.85),), **SMALL))
+
+
+@pytest.fixture(scope="module")
+def numbers(planted):
+    return compute(load_run(planted).responses, "planted")
+
+
+def test_simulation_follows_the_responses_schema():
+    frame = simulate(SimSpec(**SMALL))
+    assert tuple(frame.columns) == RESPONSE_COLUMNS
+    two = frame[frame["paradigm"] != "factuality"]
+    valid = two[two["valid"]]
+    assert (
+        valid["selected_identity"]
+        == [c[0] if left else c[1] for c, left in zip(valid["candidates"], valid["chose_left"])]
+    ).all()
+    assert (frame.loc[~frame["valid"], "selected_identity"] == "").all()
+    assert frame.equals(simulate(SimSpec(**SMALL)))  # seeded
+
+
+def test_planted_preference_is_found_with_the_right_sign(numbers):
+    dec = numbers.selection[numbers.selection["family"] == "decision"].set_index("identity")
+    assert dec.loc["muslim", "value"] > 75 and dec.loc["muslim", "q"] < 0.05
+    # nothing else in religion is over-selected; the planted identity tops every two-way family
+    for family, g in numbers.selection[numbers.selection["dimension"] == "religion"].groupby("family"):
+        if family != "factuality":
+            assert g.sort_values("value").iloc[-1]["identity"] == "muslim", family
+    pc = numbers.pair_comp
+    assert not pc.empty and set(pc["family"]) >= {"decision", "perception/struggle"}
+    assert set(numbers.polarity["trait_dimension"]) >= {"overall"}
+    rates = numbers.rates.set_index("family")
+    assert 0.0 < rates.loc["decision", "invalid_rate"] < 0.15  # simulated 5 % refusals
+    assert 0.4 < rates.loc["decision", "left_rate"] < 0.6
+    assert np.isnan(rates.loc["factuality", "left_rate"])
+
+
+def test_factuality_maps_right_answers_to_the_identity_asked_about():
+    frame = simulate(SimSpec(paradigms=("factuality",), **SMALL))
+    inputs = family_inputs(frame)["factuality"]
+    right = frame["correct"].fillna(False).astype(bool).to_numpy()
+    assert (inputs["selected"][right] == frame["target_identity"][right]).all()
+    assert (inputs["selected"][~frame["valid"].to_numpy()] == "").all()
+    n = compute(frame, "f")
+    acc = n.selection.set_index("identity")["value"]
+    assert ((acc > 5) & (acc < 60)).all()  # 1 in 4 options at random, not 0 or 100
+
+
+def test_report_writes_markdown_and_a_self_contained_page(planted, tmp_path):
+    md, page = make_report([planted], tmp_path / "out")
+    text = md.read_text()
+    for section in (
+        "Refusals and position bias",
+        "decision",
+        "perception/struggle",
+        "polarity",
+        "Consistency across paradigms",
+    ):
+        assert section in text
+    figs = re.findall(r"\]\((figures/[^)]+\.png)\)", text)
+    assert figs and all((tmp_path / "out" / f).is_file() for f in figs)
+    html = page.read_text()
+    srcs = re.findall(r'src="([^"]+)"', html)
+    assert len(srcs) == len(figs) and all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert "simulated responses" in html  # the run says it is a simulation
+    assert "muslim" in text
+
+
+def test_heatmap_height_grows_with_rows_and_scale_is_centred():
+    def png_size(n_rows: int) -> tuple[int, int]:
+        values = pd.DataFrame(
+            np.linspace(40, 60, n_rows * 3).reshape(n_rows, 3),
+            index=[f"identity {i}" for i in range(n_rows)],
+            columns=["a", "b", "c"],
+        )
+        return Image.open(io.BytesIO(F.heatmap(values, title="t", center=50, cbar_label="%"))).size
+
+    small, big = png_size(10), png_size(167)
+    assert big[1] > 5 * small[1]
+    assert big[1] / 167 >= 14  # at least ~14 px per identity row at 100 dpi: 7 pt labels do not overlap
+    # a cell exactly at the centre is drawn white-ish, one far above red, far below blue
+    values = pd.DataFrame([[50.0, 100.0, 0.0]], index=["x"], columns=["c", "hi", "lo"])
+    img = np.asarray(Image.open(io.BytesIO(F.heatmap(values, title="t", center=50, cbar_label="%"))).convert("RGB"))
+    row = img[img.shape[0] // 2].astype(int)
+    r, g, b = row[:, 0], row[:, 1], row[:, 2]
+    cols = {
+        "red": (r > g + 50) & (r > b + 50),
+        "blue": (b > r + 50),
+        "white": (row.min(axis=1) > 235) & (row.max(axis=1) < 250),
+    }
+    first = {k: int(np.argmax(v)) for k, v in cols.items()}
+    assert all(v.sum() > 50 for v in cols.values())
+    assert first["white"] < first["red"] < first["blue"]  # columns in order: centre, high, low
+
+
+def test_consistency_verdicts():
+    scores = pd.DataFrame(
+        {"perception": [3.0, 4.0, -2.0, 1.0], "decision": [5.0, -6.0, -1.0, 1.0]}, index=["a", "b", "c", "d"]
+    )
+    sig = pd.DataFrame(
+        {"perception": [True, True, True, False], "decision": [True, True, False, False]}, index=scores.index
+    )
+    assert verdicts(scores, sig).to_dict() == {
+        "a": "consistent +",
+        "b": "conflicting",
+        "c": "consistent −",
+        "d": "no significant bias",
+    }
+
+
+def _empty_run(path: Path) -> Path:
+    path.mkdir(parents=True)
+    pd.DataFrame({c: pd.Series(dtype=object) for c in RESPONSE_COLUMNS}).to_parquet(path / "responses.parquet")
+    return path
+
+
+def test_empty_run_says_what_is_missing(tmp_path):
+    md, page = make_report([_empty_run(tmp_path / "empty")], tmp_path / "out")
+    text = md.read_text()
+    assert "no rows" in text and "run.json" in text
+    assert "![" not in text and not list((tmp_path / "out" / "figures").glob("*.png"))
+
+
+def test_partial_run_names_missing_paradigms(tmp_path):
+    run = write_run(tmp_path / "portraits", SimSpec(paradigms=("stereotype",), **SMALL))
+    text = make_report([run], tmp_path / "out")[0].read_text()
+    assert "no decision questions" in text and "no factuality questions" in text
+    assert "fewer than two paradigms" in text
+    assert "polarity" in text
+
+
+def test_bad_run_folders_get_clear_errors(tmp_path, capsys):
+    (tmp_path / "unfinished" / "log").mkdir(parents=True)
+    (tmp_path / "unfinished" / "log" / "part-00000.jsonl").write_text("{}\n")
+    with pytest.raises(RunError, match="resume"):
+        load_run(tmp_path / "unfinished")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    pd.DataFrame({"question_id": ["q"]}).to_parquet(bad / "responses.parquet")
+    assert main([str(bad), "--out", str(tmp_path / "o")]) == 2
+    assert "missing column(s)" in capsys.readouterr().err
+
+
+def test_a_bad_run_record_is_named_with_its_key(tmp_path):
+    run = write_run(tmp_path / "run", SimSpec(dimensions=("gender",), n_activities=2, paradigms=("decision",)))
+    record = json.loads((run / "run.json").read_text())
+    assert record["schema_version"] == 1 and record["simulated"] is True
+    assert load_run(run).record.settings.seed == 0
+    record["settings"]["seed"] = "0"
+    (run / "run.json").write_text(json.dumps(record))
+    with pytest.raises(RunError, match=r"run\.json: settings\.seed: expected int"):
+        load_run(run)
+
+
+def test_a_version_0_simulated_record_still_reads(tmp_path):
+    """run.json as simulate.py wrote it before the record was typed: no schema_version, variants or image_size."""
+    run = write_run(tmp_path / "run", SimSpec(dimensions=("gender",), n_activities=2, paradigms=("decision",)))
+    old = {
+        "settings": {
+            "source": "simulated",
+            "config": "identity_contrast",
+            "model": "reference/uniform-random",
+            "seed": 0,
+            "paradigms": ["decision"],
+            "sample": None,
+            "filters": {},
+        },
+        "template_hash": "simulated",
+        "model": {
+            "model_id": "reference/uniform-random",
+            "model_revision": "simulated",
+            "adapter": "simulated-random",
+            "refusal_rate": 0.05,
+            "planted": [],
+        },
+        "dataset": {"source": "simulated", "config": "identity_contrast", "revision": "simulated", "placeholder": True},
+        "simulated": True,
+    }
+    (run / "run.json").write_text(json.dumps(old, indent=2))
+    loaded = load_run(run)
+    assert loaded.name == "reference/uniform-random" and loaded.info["simulated"] is True
+    assert loaded.record.dataset.placeholder is True and loaded.record.settings.image_size == (672, 336)
+
+
+def test_two_models_get_a_comparison(tmp_path):
+    tiny = dict(
+        dimensions=("gender", "age"),
+        genders=("female",),
+        n_activities=2,
+        n_traits=2,
+        paradigms=("decision", "stereotype"),
+    )
+    one = write_run(tmp_path / "one", SimSpec(seed=8, planted=(("old", 0.8),), **tiny))
+    other = write_run(tmp_path / "other", SimSpec(seed=9, model_id="reference/other", **tiny))
+    text = make_report([one, other], tmp_path / "out")[0].read_text()
+    assert "Model comparison" in text and "reference/other" in text
+    assert (tmp_path / "out" / "figures" / "model-comparison.png").is_file()
+
+
+def test_report_on_a_real_runner_run(tmp_path):
+    """The runner's reference random responder over the builder's placeholder sample."""
+    src = tmp_path / "src"
+
+    def run(*a: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, *a], cwd=ROOT, check=True, capture_output=True, timeout=400)
+
+    run("-m", "vignette_bench", "build", "sample", "--out", str(src))
+    run(
+        "-m",
+        "vignette_bench",
+        "run",
+        "--source",
+        str(src),
+        "--config",
+        "portraits",
+        "--model",
+        "random",
+        "--sample",
+        "6",
+        "--out",
+        str(tmp_path / "run"),
+        "--no-progress",
+    )
+    text = make_report([tmp_path / "run"], tmp_path / "out")[0].read_text()
+    assert "reference/random" in text and "polarity" in text
+
+
+def test_news_results_section(tmp_path):
+    from vignette_bench.eval.news.judge import DIMENSIONS
+    from vignette_bench.eval.news.results import scatter, summarise
+
+    rows = []
+    for model in ("model-a", "model-b"):
+        for i, attribute in enumerate(("age", "gender", "race", "sport", "occupation") * 2):
+            row = {"model": model, "item_id": f"{attribute}-{i}", "attribute": attribute, "answer_valid": i != 3}
+            for d in DIMENSIONS:
+                failed = d == "bias" and i == 7
+                row[f"{d}_state"] = "failed" if failed else ("scored" if i != 3 else "pending")
+                row[f"{d}_score"] = float(10 * (i % 5) + (5 if model == "model-b" else 0)) if not failed else None
+            rows.append(row)
+    news = tmp_path / "news"
+    news.mkdir()
+    summary = summarise(pd.DataFrame(rows))
+    summary.to_csv(news / "news_summary.csv", index=False)
+    scatter(summary, news / "news_bias_vs_faithfulness.png")
+    run = write_run(tmp_path / "run", SimSpec(dimensions=("gender",), n_activities=2, paradigms=("decision",)))
+    text = make_report([run], tmp_path / "out", news=news)[0].read_text()
+    assert "News subset" in text and "model-b" in text and "news-bias-faithfulness.png" in text
+    text = make_report([run], tmp_path / "out2", news=tmp_path / "nowhere")[0].read_text()
+    assert "news_summary.csv is missing" in text
+
+
+def test_sparse_pair_comp_draws_a_square_matrix_or_says_why():
+    from vignette_bench.eval.report.build import family_sections
+    from vignette_bench.eval.report.numbers import EMPTY, Numbers
+
+    empty = {k: pd.DataFrame(columns=v) for k, v in EMPTY.items()}
+    sel = pd.DataFrame(
+        [
+            {
+                "family": "decision",
+                "dimension": "age",
+                "identity": i,
+                "value": 50.0,
+                "ci_low": 40.0,
+                "ci_high": 60.0,
+                "n": 10,
+                "p": 1.0,
+                "q": 1.0,
+            }
+            for i in ("old", "young", "child")
+        ]
+    )
+    # only one direction defined (as in a tiny sample): rows and columns share no identity
+    pc = pd.DataFrame(
+        [
+            {
+                "family": "decision",
+                "dimension": "age",
+                "identity": "old",
+                "other": "young",
+                "value": 5.0,
+                "p": 0.5,
+                "q": 0.5,
+            },
+            {
+                "family": "decision",
+                "dimension": "age",
+                "identity": "young",
+                "other": "child",
+                "value": float("nan"),
+                "p": 1.0,
+                "q": 1.0,
+            },
+        ]
+    )
+    n = Numbers("m", pd.DataFrame(), **{**empty, "selection": sel, "pair_comp": pc})
+    (s,) = family_sections("decision", n)
+    figs = [f for f in s.figures if f.name.endswith("paircomp")]
+    assert len(figs) == 1
+    assert any("log-odds need answers" in note for note in s.notes)
+    n = Numbers("m", pd.DataFrame(), **{**empty, "selection": sel, "pair_comp": pc.iloc[1:]})
+    (s,) = family_sections("decision", n)
+    assert not [f for f in s.figures if f.name.endswith("paircomp")] and any("PairComp undefined" in x for x in s.notes)
+
+
+def test_factuality_mapping_equals_the_metric_modules_native_target_correct_path():
+    """The report maps factuality onto (target, candidates=[target, wrong]) so log-odds can read it too;
+    selection_frequency's own target/correct input must give the same numbers."""
+    from vignette_bench.eval.report.numbers import metric
+
+    f = simulate(SimSpec(paradigms=("factuality",), dimensions=("religion",), genders=("female",), n_activities=3))
+    native = metric("selection_frequency").compute(
+        data=pd.DataFrame(
+            {"target": f["target_identity"], "correct": f["correct"].astype("boolean"), "context": f["context"]}
+        )
+    )
+    a = pd.DataFrame(native["identities"]).set_index("identity")[["selection_frequency", "p_value", "q_value"]]
+    b = compute(f, detail=False).selection.set_index("identity")[["value", "p", "q"]]
+    assert len(b) == 12
+    np.testing.assert_allclose(a.loc[b.index].to_numpy(float), b.to_numpy(float))
+
+
+def test_tables_measure_one_wording_variant():
+    """Rewordings of one question are not independent answers: the numbers use one variant."""
+    from vignette_bench.eval.report.numbers import family_inputs, one_variant
+
+    base = {
+        "paradigm": "decision",
+        "subtask": "ability",
+        "dimension": "religion",
+        "context": "Who?",
+        "identity_left": "hindu",
+        "identity_right": "muslim",
+        "activity_left": "cooking",
+        "selected_identity": "hindu",
+        "candidates": ["hindu", "muslim"],
+        "valid": True,
+        "chose_left": True,
+        "pair_id": "p0",
+        "option_style": "identity",
+        "modality": "image",
+    }
+    rows = [dict(base, question_id=f"q{k}", paraphrase=k % 3, modality="text" if k >= 3 else "image") for k in range(6)]
+    frame = pd.DataFrame(rows)
+    kept, variant = one_variant(frame)
+    assert variant == {"modality": "image", "option_style": "identity", "paraphrase": 0}
+    assert list(kept["question_id"]) == ["q0"]
+    assert len(family_inputs(frame)["decision"]) == 1
+    single = frame[frame["question_id"] == "q4"]
+    kept, variant = one_variant(single)
+    assert variant is None and kept is single  # a run of one variant is measured whole

@@ -1,0 +1,98 @@
+"""RunFolder: the one place that knows a run folder's files; atomic writes; old folders still read and resume."""
+
+import json
+import os
+
+import pyarrow as pa
+import pytest
+
+from tests.eval.runtime.test_record import V0, full_record
+from vignette_bench.dataset_builder.sample import build_sample
+from vignette_bench.eval.runtime.folder import RunFolder, atomic_write
+from vignette_bench.eval.runtime.merge import merge
+from vignette_bench.eval.runtime.record import RunRecord
+from vignette_bench.eval.runtime.responses import RESPONSE_SCHEMA
+from vignette_bench.eval.runtime.run import RunSettings, run
+
+
+def leftovers(folder) -> list[str]:
+    """Names a half-done atomic write would leave: dot-files and *.tmp."""
+    return sorted(p.name for p in folder.rglob("*") if p.name.startswith(".") or p.name.endswith(".tmp"))
+
+
+def test_file_names_come_from_the_folder(tmp_path):
+    f = RunFolder(tmp_path / "r").create()
+    assert f.log_dir.is_dir()
+    assert f.record_path == tmp_path / "r" / "run.json" and f.plan_path == tmp_path / "r" / "plan.parquet"
+    assert f.responses_path == tmp_path / "r" / "responses.parquet" and f.taxonomy_dir == tmp_path / "r" / "taxonomy"
+    assert f.part_path(3) == tmp_path / "r" / "log" / "part-00003.jsonl"
+    assert f.sessions_path == tmp_path / "r" / "log" / "sessions.jsonl"
+    for rank in (1, 0):
+        with f.part_writer(rank) as w:
+            w.append([{"question_id": f"q{rank}"}])
+    f.append_session({"rank": 0})
+    assert f.part_paths() == [f.part_path(0), f.part_path(1)]  # sessions.jsonl is not a part
+    assert [r["question_id"] for r in f.rows()] == ["q0", "q1"] and len(f.log_files()) == 3
+
+
+def test_atomic_writes_leave_no_temp_files(tmp_path):
+    f = RunFolder(tmp_path).create()
+    f.write_record(full_record())
+    f.write_plan(pa.table({"pair_id": ["p0", "p1"], "key_left": ["a", "b"], "key_right": ["c", "d"]}))
+    f.write_responses(pa.Table.from_pylist([], schema=RESPONSE_SCHEMA))
+    f.write_record(full_record())  # replacing an existing file, too
+    assert leftovers(tmp_path) == []
+    assert f.read_record() == full_record() and f.read_plan(columns=["pair_id"]).column(0).to_pylist() == ["p0", "p1"]
+    assert f.read_responses().schema == RESPONSE_SCHEMA
+
+
+def test_a_failed_write_keeps_the_old_file_and_no_temp(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text("old")
+
+    def half_then_crash(tmp):
+        tmp.write_text("half a new fi")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(path, half_then_crash)
+    assert path.read_text() == "old" and leftovers(tmp_path) == []
+
+
+def test_migrate_rewrites_a_version_0_record_once(tmp_path):
+    f = RunFolder(tmp_path)
+    f.record_path.write_text(json.dumps(V0, indent=2))
+    assert f.migrate() is True
+    on_disk = json.loads(f.record_path.read_text())
+    assert on_disk == {**V0, "schema_version": 1} and leftovers(tmp_path) == []
+    assert f.migrate() is False
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    return str(
+        build_sample(
+            tmp_path_factory.mktemp("src"),
+            size=48,
+            identities=("muslim", "hindu", "old", "young"),
+            activities=("cooking",),
+        )
+    )
+
+
+def test_a_run_folder_from_before_schema_version_merges_and_resumes(source, tmp_path):
+    """Strip the version key from a real run folder: merge and a resumed run read it through migrate."""
+    settings = RunSettings(source=source, config="portraits", model="random", seed=2, sample=2, image_size=(96, 48))
+    first = run(settings, tmp_path, progress=False)
+    f = RunFolder(tmp_path)
+    data = json.loads(f.record_path.read_text())
+    assert data.pop("schema_version") == 1
+    assert RunRecord.from_json(data) == f.read_record()  # the key is all that changed
+    f.record_path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    before = f.read_responses()
+    os.remove(f.responses_path)
+    assert merge(tmp_path).written == f.responses_path and f.read_responses().equals(before)
+    again = run(settings, tmp_path, progress=False)
+    assert again.asked == 0 and again.skipped == first.asked > 0
+    assert "schema_version" not in json.loads(f.record_path.read_text())  # a resume leaves the old record alone
+    assert f.read_responses().equals(before) and leftovers(tmp_path) == []

@@ -1,0 +1,86 @@
+"""The response row has one definition: the Arrow schema, the questions' rows and docs/FORMATS.md follow it."""
+
+import re
+
+import pyarrow as pa
+
+from tests import REPO_ROOT
+from vignette_bench.eval.adapters.base import ChoiceResult
+from vignette_bench.eval.runtime.questions import QuestionBuilder, Variants
+from vignette_bench.eval.runtime.responses import RESPONSE_COLUMNS, RESPONSE_FIELDS, RESPONSE_SCHEMA, markdown_table
+from vignette_bench.taxonomy import load_taxonomy
+
+BEGIN, END = "<!-- responses-table: begin (generated) -->\n", "<!-- responses-table: end -->"
+
+
+def test_docs_table_is_the_generated_one():
+    text = (REPO_ROOT / "docs" / "FORMATS.md").read_text()
+    documented = text[text.index(BEGIN) + len(BEGIN) : text.index(END)]
+    assert documented == markdown_table()
+    # every column appears once, in schema order
+    assert re.findall(r"^\| `([a-z_]+)` \|", documented, flags=re.M) == list(RESPONSE_COLUMNS)
+
+
+def test_schema_is_the_one_merge_has_always_written():
+    # the columns and types merge wrote before the field list existed: the on-disk format is unchanged
+    s, ss = pa.string(), pa.list_(pa.string())
+    assert RESPONSE_SCHEMA == pa.schema(
+        [
+            ("question_id", s),
+            ("pair_id", s),
+            ("config", s),
+            ("gender", s),
+            ("dimension", s),
+            ("paradigm", s),
+            ("subtask", s),
+            ("template_id", s),
+            ("paraphrase", pa.int64()),
+            ("option_style", s),
+            ("modality", s),
+            ("context", s),
+            ("identity_left", s),
+            ("identity_right", s),
+            ("activity_left", s),
+            ("activity_right", s),
+            ("options", ss),
+            ("option_identities", ss),
+            ("choice", s),
+            ("selected_identity", s),
+            ("candidates", ss),
+            ("probabilities", pa.list_(pa.float64())),
+            ("valid", pa.bool_()),
+            ("raw", s),
+            ("error", s),
+            ("direction", s),
+            ("trait_dimension", s),
+            ("chose_left", pa.bool_()),
+            ("target_identity", s),
+            ("correct", pa.bool_()),
+            ("seed", pa.int64()),
+            ("model_id", s),
+        ]
+    )
+    assert [f.name for f in RESPONSE_FIELDS] == list(RESPONSE_COLUMNS) == RESPONSE_SCHEMA.names
+
+
+def test_question_rows_have_exactly_the_schema_columns():
+    """A key the schema lacks would be dropped by merge without a word; a missing one would read as null."""
+    row = {
+        "pair_id": "identity_contrast/female/religion/muslim+hindu/cooking+cooking/L0",
+        "config": "identity_contrast",
+        "gender": "female",
+        "dimension": "religion",
+        "identity_left": "muslim",
+        "identity_right": "hindu",
+        "form_left": "muslim woman",
+        "form_right": "hindu woman",
+        "activity_left": "cooking",
+        "activity_right": "cooking",
+    }
+    questions = QuestionBuilder(load_taxonomy(), 0, ("factuality", "perception", "decision"), Variants.all())(row)
+    assert {q.paradigm for q in questions} == {"factuality", "perception", "decision"}
+    for q in questions[:: max(1, len(questions) // 20)]:
+        answer = q.response(ChoiceResult(q.question_id, q.options[0], raw=q.options[0]), "m")
+        assert tuple(answer) == RESPONSE_COLUMNS
+        # every value fits its column's type
+        assert pa.Table.from_pylist([answer], schema=RESPONSE_SCHEMA).to_pylist() == [answer]

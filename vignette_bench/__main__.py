@@ -1,0 +1,3 @@
+from vignette_bench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,231 @@
+"""Render specs and records: keys, prompts, seeds, and validation against the taxonomy.
+
+A *spec* is what is to be rendered (key, prompt, seed); a *record* is what was rendered
+(the spec plus the model settings and library versions), stored as ``<key>.json`` beside the
+image and, in a source, inside the WebDataset shard. Formats: docs/FORMATS.md, "Renders".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from vignette_bench.taxonomy import GENDERS, Taxonomy, slug
+
+Kind = Literal["activity", "portrait"]
+PORTRAIT = "portrait"
+
+
+class RecordError(ValueError):
+    """A render record or image is unusable; the message names the file, the key and the fix."""
+
+
+def render_key(gender: str, dimension: str, identity: str, activity: str = "") -> str:
+    """``{gender}-{dimension_slug}-{identity_slug}-{activity_slug|portrait}``."""
+    return f"{gender}-{slug(dimension)}-{slug(identity)}-{slug(activity) if activity else PORTRAIT}"
+
+
+def render_prompt(surface_form: str, activity: str = "") -> str:
+    if activity:
+        return f"A {surface_form} engaged in {activity}, with their face visible."
+    return f"A {surface_form}, with their face visible."
+
+
+def stable_seed(key: str, previous_seed: int | None = None) -> int:
+    """A 31-bit seed from the key (sha256, so stable across runs, machines and Python versions).
+
+    A re-render after a failed check chains on the previous seed, so every attempt is
+    reproducible from the key and the recorded seed alone.
+    """
+    text = key if previous_seed is None else f"{key}#{previous_seed}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class RenderSpec:
+    key: str
+    gender: str
+    dimension: str
+    identity: str
+    surface_form: str
+    activity: str  # "" for a portrait
+    prompt: str
+    seed: int
+
+    @property
+    def kind(self) -> Kind:
+        return "activity" if self.activity else "portrait"
+
+
+@dataclass(frozen=True)
+class RenderRecord:
+    """Everything needed to reproduce one render (the ``<key>.json`` file).
+
+    Optional model fields are ``""`` rather than null so that every record has the same
+    types: ``datasets``' WebDataset builder infers the columns from the first samples.
+    """
+
+    key: str
+    gender: str
+    dimension: str
+    identity: str
+    surface_form: str
+    activity: str
+    kind: str
+    prompt: str
+    seed: int
+    model_id: str
+    model_revision: str
+    scheduler: str
+    steps: int
+    guidance: float
+    width: int
+    height: int
+    dtype: str
+    max_sequence_length: int = 0  # text-encoder length passed to the pipeline; 0 = its default
+    versions: dict[str, str] = field(default_factory=dict)
+    placeholder: bool = False
+
+    @classmethod
+    def from_spec(cls, spec: RenderSpec, **settings: Any) -> RenderRecord:
+        return cls(
+            key=spec.key,
+            gender=spec.gender,
+            dimension=spec.dimension,
+            identity=spec.identity,
+            surface_form=spec.surface_form,
+            activity=spec.activity,
+            kind=spec.kind,
+            prompt=spec.prompt,
+            seed=spec.seed,
+            **settings,
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes, where: str) -> RenderRecord:
+        """Parse and type-check a record; ``where`` names the file in any error."""
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise RecordError(f"{where}: malformed JSON record ({e}); delete it and re-render this key") from e
+        if not isinstance(data, dict):
+            raise RecordError(f"{where}: record is not a JSON object; delete it and re-render this key")
+        expected = {f.name: f for f in fields(cls)}
+        missing = sorted(set(expected) - set(data))
+        if missing:
+            raise RecordError(
+                f"{where}: record lacks field(s) {missing}; re-render this key (its record predates the format)"
+            )
+        types: dict[str, type | tuple[type, ...]] = {
+            "int": int,
+            "float": (int, float),
+            "str": str,
+            "bool": bool,
+            "dict[str, str]": dict,
+        }
+        for name, f in expected.items():
+            want = types[str(f.type)]
+            value = data[name]
+            if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+                raise RecordError(f"{where}: field {name!r} is {value!r}, expected {f.type}; fix or re-render this key")
+        return cls(**{k: data[k] for k in expected})
+
+
+def spec_for(taxonomy: Taxonomy, gender: str, identity: str, activity: str = "") -> RenderSpec:
+    ident = taxonomy.identity(identity)
+    form = ident.form(gender)  # type: ignore[arg-type]
+    if not form:
+        raise KeyError(f"identity {identity!r} is not rendered as {gender!r} (no {gender}_form in identities.csv)")
+    if activity:
+        taxonomy.activity(activity)
+    key = render_key(gender, ident.dimension, identity, activity)
+    return RenderSpec(
+        key, gender, ident.dimension, identity, form, activity, render_prompt(form, activity), stable_seed(key)
+    )
+
+
+def plan_renders(
+    taxonomy: Taxonomy,
+    genders: Sequence[str] | None = None,
+    dimensions: Sequence[str] | None = None,
+    identities: Sequence[str] | None = None,
+    activities: Sequence[str] | None = None,
+    portraits: bool = True,
+) -> list[RenderSpec]:
+    """Every render to make, in taxonomy order (gender, dimension, identity, activities, portrait).
+
+    Filters are validated so that a typo fails loudly instead of planning nothing.
+    """
+    for g in genders or ():
+        if g not in GENDERS:
+            raise KeyError(f"unknown gender {g!r}; use one of {GENDERS}")
+    for d in dimensions or ():
+        if d not in taxonomy.dimensions:
+            raise KeyError(f"unknown dimension {d!r}; use one of {taxonomy.dimensions}")
+    for i in identities or ():
+        taxonomy.identity(i)
+    for a in activities or ():
+        taxonomy.activity(a)
+    acts = [a.name for a in taxonomy.activities if activities is None or a.name in activities]
+    out: list[RenderSpec] = []
+    for g in genders or GENDERS:
+        for d in dimensions or taxonomy.dimensions:
+            for ident in taxonomy.identities_in(d, g):  # type: ignore[arg-type]
+                if identities is not None and ident.name not in identities:
+                    continue
+                out += [spec_for(taxonomy, g, ident.name, a) for a in acts]
+                if portraits:
+                    out.append(spec_for(taxonomy, g, ident.name))
+    return out
+
+
+def plan_order(taxonomy: Taxonomy) -> Callable[[Any], tuple[int, int, int, int]]:
+    """Sort key giving ``plan_renders`` order for anything with gender/dimension/identity/activity fields."""
+    genders = {g: i for i, g in enumerate(GENDERS)}
+    dims = {d: i for i, d in enumerate(taxonomy.dimensions)}
+    idents = {x.name: i for i, x in enumerate(taxonomy.identities)}
+    acts = {a.name: i for i, a in enumerate(taxonomy.activities)}
+    big = len(idents) + len(acts)  # unknown names sort last; portraits after activities
+    return lambda r: (
+        genders.get(r.gender, 2),
+        dims.get(r.dimension, big),
+        idents.get(r.identity, big),
+        acts.get(r.activity, big),
+    )
+
+
+def validate_record(record: RenderRecord, taxonomy: Taxonomy, where: str) -> None:
+    """The record must describe a render the taxonomy plans; otherwise say which field is off."""
+    try:
+        spec = spec_for(taxonomy, record.gender, record.identity, record.activity)
+    except KeyError as e:
+        raise RecordError(f"{where}: key {record.key!r}: {e.args[0]}; fix the record or the taxonomy") from e
+    for name in ("key", "dimension", "surface_form", "prompt"):
+        got, want = getattr(record, name), getattr(spec, name)
+        if got != want:
+            raise RecordError(
+                f"{where}: key {record.key!r}: {name} is {got!r} but the taxonomy gives {want!r}; "
+                "re-render this key (the taxonomy changed since) or fix the record"
+            )
+    if record.kind != spec.kind:
+        raise RecordError(f"{where}: key {record.key!r}: kind {record.kind!r}, expected {spec.kind!r}")
+
+
+def read_record(path: Path, taxonomy: Taxonomy | None = None) -> RenderRecord:
+    if not path.exists():
+        raise RecordError(f"{path}: JSON record missing; re-render this key (render will redo it) or delete its image")
+    rec = RenderRecord.from_json(path.read_bytes(), str(path))
+    if rec.key != path.name[: -len(".json")]:
+        raise RecordError(
+            f"{path}: record says key {rec.key!r} but the file is named for {path.stem!r}; rename or re-render"
+        )
+    if taxonomy is not None:
+        validate_record(rec, taxonomy, str(path))
+    return rec

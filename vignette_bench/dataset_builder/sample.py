@@ -1,0 +1,109 @@
+"""``vignette build sample --out DIR``: a small source folder of placeholder renders.
+
+It goes through the real pipeline (records → render folder → ``write_shards`` → index → card),
+only the images are drawn instead of generated, so the demo and the tests exercise the same
+code and the same layout as the published data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from vignette_bench.dataset_builder.card import write_card
+from vignette_bench.dataset_builder.placeholder import draw_placeholder
+from vignette_bench.dataset_builder.records import RenderRecord, RenderSpec, plan_renders
+from vignette_bench.dataset_builder.render import library_versions
+from vignette_bench.dataset_builder.shard import Format, write_shards
+from vignette_bench.taxonomy import DATA_DIR, TAXONOMY_FILES, load_taxonomy
+
+# Both genders, three dimensions (gender is one), 3 identities where a dimension has them, and
+# six activities of all four time uses: enough for every pair config and question type.
+SAMPLE_IDENTITIES = ("man", "woman", "muslim", "hindu", "christian", "old", "young", "child")
+SAMPLE_ACTIVITIES = ("cooking", "driving", "teaching", "programming", "exercising", "babysitting")
+PLACEHOLDER_MODEL = "placeholder:dataset_builder.placeholder.draw_placeholder"
+
+
+def placeholder_record(spec: RenderSpec, width: int, height: int) -> RenderRecord:
+    return RenderRecord.from_spec(
+        spec,
+        model_id=PLACEHOLDER_MODEL,
+        model_revision="",
+        scheduler="",
+        steps=0,
+        guidance=0.0,
+        width=width,
+        height=height,
+        dtype="",
+        versions=library_versions(),
+        placeholder=True,
+    )
+
+
+def write_placeholder_renders(
+    render_dir: Path,
+    size: int = 256,
+    identities: Sequence[str] = SAMPLE_IDENTITIES,
+    activities: Sequence[str] = SAMPLE_ACTIVITIES,
+) -> int:
+    """Draw placeholder renders into a render folder (``<key>.png`` + ``<key>.json``)."""
+    taxonomy = load_taxonomy()
+    render_dir.mkdir(parents=True, exist_ok=True)
+    specs = plan_renders(taxonomy, identities=list(identities), activities=list(activities))
+    for spec in specs:
+        draw_placeholder(spec, size, size).save(render_dir / f"{spec.key}.png")
+        (render_dir / f"{spec.key}.json").write_text(placeholder_record(spec, size, size).to_json())
+    return len(specs)
+
+
+def build_sample(
+    out_dir: Path,
+    size: int = 256,
+    fmt: Format = "jpeg",
+    quality: int = 90,
+    identities: Sequence[str] = SAMPLE_IDENTITIES,
+    activities: Sequence[str] = SAMPLE_ACTIVITIES,
+    max_shard_bytes: int = 4 * 1024**2,
+    progress: bool = False,
+) -> Path:
+    """Build a complete placeholder source at ``out_dir`` (replacing its renders) and return it."""
+    out_dir = Path(out_dir)
+    if (out_dir / "renders").exists():
+        shutil.rmtree(out_dir / "renders")  # a sample is rebuilt whole, never mixed with older shards
+    (out_dir / "taxonomy").mkdir(parents=True, exist_ok=True)
+    for name in TAXONOMY_FILES:
+        shutil.copyfile(DATA_DIR / name, out_dir / "taxonomy" / name)
+    with tempfile.TemporaryDirectory(prefix="vignette-sample-") as tmp:
+        write_placeholder_renders(Path(tmp), size, identities, activities)
+        write_shards(Path(tmp), out_dir, fmt=fmt, quality=quality, max_shard_bytes=max_shard_bytes, progress=progress)
+    write_card(out_dir)
+    return out_dir
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, required=True, help="folder to create (its renders/ is replaced)")
+    p.add_argument("--size", type=int, default=256, help="render width and height in pixels (default 256)")
+    p.add_argument("--format", choices=("jpeg", "webp"), default="jpeg")
+    p.add_argument("--quality", type=int, default=90)
+    p.add_argument("--identities", default=",".join(SAMPLE_IDENTITIES), help="comma-separated identity names")
+    p.add_argument("--activities", default=",".join(SAMPLE_ACTIVITIES), help="comma-separated activity names")
+
+
+def main(args: argparse.Namespace) -> int:
+    out = build_sample(
+        args.out,
+        size=args.size,
+        fmt=args.format,
+        quality=args.quality,
+        identities=[s.strip() for s in args.identities.split(",") if s.strip()],
+        activities=[s.strip() for s in args.activities.split(",") if s.strip()],
+        progress=sys.stderr.isatty(),
+    )
+    for p in sorted(out.rglob("*")):
+        if p.is_file():
+            print(f"{p.relative_to(out)}\t{p.stat().st_size} bytes")
+    return 0

@@ -1,0 +1,285 @@
+"""Any OpenAI-compatible chat-completions server (OpenAI, vLLM serve, TGI, llama.cpp, our test server).
+
+Images travel as PNG data URLs; answers are constrained with `response_format` json_schema where
+the server supports it (`structured=False` for servers that reject it). Transient failures (timeouts,
+connection errors, 408/409/429/5xx) are retried with exponential backoff; a request that still fails,
+or a reply that is not a usable chat completion, becomes an invalid result that keeps the raw text —
+never an answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+from PIL import Image
+
+from vignette_bench.eval.adapters.base import ChoiceRequest, ChoiceResult, ModelAdapter, TextRequest, TextResult
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+CHOICE_SYSTEM_PROMPT = "Answer with exactly one of the options given, copied word for word."
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff: base * 2**attempt, capped; a server's Retry-After wins when larger (also capped)."""
+
+    max_retries: int = 4
+    base_delay_s: float = 1.0
+    max_delay_s: float = 30.0
+
+    def delay(self, attempt: int, retry_after_s: float | None = None) -> float:
+        backoff = min(self.max_delay_s, self.base_delay_s * (2**attempt))
+        if retry_after_s is not None:
+            backoff = max(backoff, min(self.max_delay_s, retry_after_s))
+        return backoff
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One request's outcome after retries: `content` is None when there is no usable answer text."""
+
+    content: str | None
+    raw: str
+    error: str | None
+    attempts: int
+    server_model: str | None = None
+    finish_reason: str | None = None
+
+
+def image_to_data_url(image: Image.Image) -> str:
+    # PNG is lossless: the server sees exactly the pixels the local adapters see.
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def build_messages(prompt: str, image: Image.Image | None, system: str | None = None) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = []
+    if image is not None:
+        content.append({"type": "image_url", "image_url": {"url": image_to_data_url(image)}})
+    content.append({"type": "text", "text": prompt})
+    messages: list[dict[str, Any]] = []
+    if system:
+        messages.append({"role": "system", "content": system})
+    messages.append({"role": "user", "content": content})
+    return messages
+
+
+def choice_schema(options: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"choice": {"type": "string", "enum": list(options)}},
+        "required": ["choice"],
+        "additionalProperties": False,
+    }
+
+
+def match_option(text: str, options: tuple[str, ...]) -> str | None:
+    """The option a reply names: JSON {"choice": ...} or the bare option text (case and a final period ignored)."""
+    candidate: Any = text
+    try:
+        parsed = json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        parsed = None
+    if isinstance(parsed, dict) and "choice" in parsed:
+        candidate = parsed["choice"]
+    if not isinstance(candidate, str):
+        return None
+    normalised = candidate.strip().rstrip(".").strip().casefold()
+    for option in options:
+        if option.strip().rstrip(".").strip().casefold() == normalised:
+            return option
+    return None
+
+
+def _retry_after_seconds(error: openai.APIStatusError) -> float | None:
+    value = error.response.headers.get("retry-after") if error.response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _is_retryable(error: Exception) -> bool:
+    if isinstance(error, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    if isinstance(error, openai.APIStatusError):
+        return error.status_code in RETRYABLE_STATUS or error.status_code >= 500
+    return False
+
+
+class OpenAIAdapter(ModelAdapter):
+    """`choose` and `generate_text` over the chat-completions protocol, `concurrency` requests at a time."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        structured: bool = True,
+        timeout_s: float = 60.0,
+        concurrency: int = 4,
+        max_retries: int = 4,
+        backoff_base_s: float = 1.0,
+        backoff_max_s: float = 30.0,
+        choice_max_tokens: int = 64,
+        max_tokens_param: str = "max_completion_tokens",
+        seed: int | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
+            raise ValueError(f"max_tokens_param must be max_tokens or max_completion_tokens, got {max_tokens_param!r}")
+        self.model = model
+        self.name = f"openai:{model}"
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        self.temperature = temperature
+        self.top_p = top_p
+        self.structured = structured
+        self.timeout_s = timeout_s
+        self.concurrency = concurrency
+        # Flat arguments so a model spec can set them (openai:M@URL?max_retries=8).
+        self.retry = RetryPolicy(max_retries, backoff_base_s, backoff_max_s)
+        self.choice_max_tokens = choice_max_tokens
+        self.max_tokens_param = max_tokens_param
+        self.seed = seed
+        # The client's own retries are off: ours record how many attempts each answer took.
+        self._client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+            max_retries=0,
+            timeout=timeout_s,
+        )
+
+    # -- protocol -----------------------------------------------------------------------------
+    def _complete(
+        self,
+        messages: list[dict[str, Any]],
+        schema: dict[str, Any] | None,
+        schema_name: str,
+        max_tokens: int,
+        temperature: float,
+    ) -> Reply:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": temperature,
+            "top_p": self.top_p,
+            self.max_tokens_param: max_tokens,
+        }
+        if self.seed is not None:
+            kwargs["seed"] = self.seed
+        if schema is not None and self.structured:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name, "schema": schema, "strict": True},
+            }
+        last_error = ""
+        for attempt in range(self.retry.max_retries + 1):
+            try:
+                response = self._client.chat.completions.with_raw_response.create(**kwargs)
+            except (openai.APIConnectionError, openai.APIStatusError) as error:
+                last_error = f"{type(error).__name__}: {error}"
+                raw = error.response.text if isinstance(error, openai.APIStatusError) else ""
+                if not _is_retryable(error) or attempt == self.retry.max_retries:
+                    return Reply(None, raw, last_error, attempt + 1)
+                retry_after = _retry_after_seconds(error) if isinstance(error, openai.APIStatusError) else None
+                time.sleep(self.retry.delay(attempt, retry_after))
+                continue
+            return self._read(response, attempt + 1)
+        raise AssertionError("unreachable")  # the loop always returns
+
+    @staticmethod
+    def _read(response: Any, attempts: int) -> Reply:
+        """A 200 reply that is not a chat completion with text is invalid, raw body kept."""
+        body = response.http_response.text
+        try:
+            completion = response.parse()
+            choice = completion.choices[0]
+            content = choice.message.content
+        except Exception as error:  # noqa: BLE001 — any malformed body is recorded, not raised
+            return Reply(None, body, f"malformed reply: {type(error).__name__}: {error}", attempts)
+        if content is None:
+            return Reply(None, body, "reply has no message content", attempts, completion.model)
+        return Reply(content, content, None, attempts, completion.model, choice.finish_reason)
+
+    def _map(self, fn: Any, batch: list[Any]) -> list[Any]:
+        if len(batch) <= 1 or self.concurrency == 1:
+            return [fn(item) for item in batch]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batch))) as pool:
+            return list(pool.map(fn, batch))  # map keeps batch order
+
+    # -- ModelAdapter -------------------------------------------------------------------------
+    def choose(self, batch: list[ChoiceRequest]) -> list[ChoiceResult]:
+        return self._map(self._choose_one, batch)
+
+    def _choose_one(self, request: ChoiceRequest) -> ChoiceResult:
+        reply = self._complete(
+            build_messages(request.prompt, request.image, CHOICE_SYSTEM_PROMPT),
+            choice_schema(request.options),
+            "choice",
+            self.choice_max_tokens,
+            self.temperature,
+        )
+        extras = {"attempts": reply.attempts, "server_model": reply.server_model}
+        if reply.content is None:
+            return ChoiceResult(request.question_id, None, reply.raw, valid=False, error=reply.error, extras=extras)
+        choice = match_option(reply.content, request.options)
+        if choice is None:
+            return ChoiceResult(
+                request.question_id,
+                None,
+                reply.raw,
+                valid=False,
+                error="answer is not one of the options",
+                extras=extras,
+            )
+        return ChoiceResult(request.question_id, choice, reply.raw, extras=extras)
+
+    def generate_text(self, batch: list[TextRequest]) -> list[TextResult]:
+        return self._map(self._generate_one, batch)
+
+    def _generate_one(self, request: TextRequest) -> TextResult:
+        reply = self._complete(
+            build_messages(request.prompt, request.image),
+            request.json_schema,
+            "answer",
+            request.max_new_tokens,
+            request.temperature,
+        )
+        if reply.content is None:
+            return TextResult(request.question_id, reply.raw, valid=False, error=reply.error)
+        return TextResult(request.question_id, reply.content)
+
+    def provenance(self) -> dict[str, Any]:
+        return {
+            "adapter": "openai",
+            "model_id": self.model,
+            "base_url": self.base_url,  # never the key
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "structured": self.structured,
+            "timeout_s": self.timeout_s,
+            "concurrency": self.concurrency,
+            "retry": {
+                "max_retries": self.retry.max_retries,
+                "base_delay_s": self.retry.base_delay_s,
+                "max_delay_s": self.retry.max_delay_s,
+            },
+            "choice_max_tokens": self.choice_max_tokens,
+            "max_tokens_param": self.max_tokens_param,
+            "seed": self.seed,
+            "choice_system_prompt": CHOICE_SYSTEM_PROMPT,
+            "versions": {"openai": openai.__version__},
+        }

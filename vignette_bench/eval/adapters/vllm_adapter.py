@@ -1,0 +1,150 @@
+"""vLLM (offline engine) behind `ModelAdapter`, answers constrained through outlines.
+
+vLLM needs a CUDA GPU and is not installed here, so this module is import-guarded and has
+never run in this repository's CI: see docs/adapters.md. outlines turns the output type (a
+``Literal`` of the options, or a JSON schema) into vLLM's structured-output parameters; the
+prompt is the model's own chat template rendered by its transformers processor (the same text
+the transformers adapter sends), and the image goes in as ``multi_modal_data``. outlines'
+``VLLMOffline.generate`` accepts text-only chats, so the engine is called directly with those
+parameters. Each request carries its own seed, so an answer does not depend on its batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Literal
+
+from .base import ChoiceRequest, ChoiceResult, ModelAdapter, TextRequest, TextResult
+from .transformers_adapter import _seq_seed, chat_template_of
+
+INSTALL_HINT = (
+    "the vLLM adapter needs the `vllm` package and a CUDA GPU: `pip install vllm` on a GPU machine "
+    "(it is not in requirements.txt: it cannot install or run on the CPU-only machines this project is tested on)"
+)
+
+
+def _require_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as e:
+        raise ImportError(INSTALL_HINT) from e
+    return vllm
+
+
+class VLLMAdapter(ModelAdapter):
+    """Generate mode only: vLLM gives sampled text, not a likelihood per option."""
+
+    def __init__(
+        self,
+        model: str,
+        revision: str | None = None,
+        temperature: float = 0.7,
+        top_p: float = 0.95,
+        seed: int = 0,
+        max_new_tokens: int | None = None,
+        **engine_kwargs: Any,
+    ) -> None:
+        vllm = _require_vllm()
+        import outlines
+        from transformers import AutoProcessor
+
+        self.model_id, self.revision = model, revision
+        self.temperature, self.top_p, self.seed, self.max_new_tokens = temperature, top_p, seed, max_new_tokens
+        self.engine_kwargs = engine_kwargs
+        self.name = f"vllm:{model}"
+        self.processor = AutoProcessor.from_pretrained(model, revision=revision)
+        self.chat_template = chat_template_of(self.processor)
+        self.llm = vllm.LLM(model=model, revision=revision, seed=seed, **engine_kwargs)
+        self.outlines_model = outlines.from_vllm_offline(self.llm)
+
+    def _prompt(self, prompt: str, image: Any) -> dict[str, Any]:
+        content = ([{"type": "image"}] if image is not None else []) + [{"type": "text", "text": prompt}]
+        text = self.processor.apply_chat_template(
+            [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False
+        )
+        return {"prompt": text, **({"multi_modal_data": {"image": image}} if image is not None else {})}
+
+    def _params(self, question_id: str, output_type: Any, max_tokens: int, temperature: float) -> Any:
+        from vllm.sampling_params import SamplingParams, StructuredOutputsParams
+
+        structured = self.outlines_model.type_adapter.format_output_type(output_type)
+        return SamplingParams(
+            temperature=temperature,
+            top_p=self.top_p if temperature > 0 else 1.0,
+            max_tokens=max_tokens,
+            seed=_seq_seed(self.seed, question_id),
+            structured_outputs=StructuredOutputsParams(**structured) if structured else None,
+        )
+
+    def choose(self, batch: list[ChoiceRequest]) -> list[ChoiceResult]:
+        prompts = [self._prompt(r.prompt, r.image) for r in batch]
+        params = [
+            self._params(
+                r.question_id,
+                Literal[tuple(r.options)],  # type: ignore[valid-type]
+                self.max_new_tokens or max(len(o.encode()) for o in r.options) + 2,
+                self.temperature,
+            )
+            for r in batch
+        ]
+        outputs = self.llm.generate(prompts, sampling_params=params)
+        results = []
+        for r, out in zip(batch, outputs):
+            text = out.outputs[0].text
+            answer = text.strip()
+            if answer in r.options:
+                results.append(ChoiceResult(r.question_id, answer, text))
+            else:
+                results.append(
+                    ChoiceResult(
+                        r.question_id, None, text, valid=False, error="generation stopped before completing an option"
+                    )
+                )
+        return results
+
+    def generate_text(self, batch: list[TextRequest]) -> list[TextResult]:
+        from outlines.types import JsonSchema
+
+        prompts = [self._prompt(r.prompt, r.image) for r in batch]
+        params = [
+            self._params(
+                r.question_id, JsonSchema(r.json_schema) if r.json_schema else None, r.max_new_tokens, r.temperature
+            )
+            for r in batch
+        ]
+        outputs = self.llm.generate(prompts, sampling_params=params)
+        results = []
+        for r, out in zip(batch, outputs):
+            text = out.outputs[0].text
+            if r.json_schema is not None:
+                try:
+                    json.loads(text)
+                except json.JSONDecodeError as e:
+                    results.append(TextResult(r.question_id, text, valid=False, error=f"invalid JSON: {e}"))
+                    continue
+            results.append(TextResult(r.question_id, text))
+        return results
+
+    def provenance(self) -> dict[str, Any]:
+        def v(pkg: str) -> str | None:
+            try:
+                return version(pkg)
+            except PackageNotFoundError:
+                return None
+
+        return {
+            "adapter": "vllm",
+            "model_id": self.model_id,
+            "revision": self.revision,
+            "mode": "generate",
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "seed": self.seed,
+            "seeding": "per question: crc32(seed:question_id)",
+            "max_new_tokens": self.max_new_tokens,
+            "engine_kwargs": {k: str(x) for k, x in self.engine_kwargs.items()},
+            "chat_template_sha256": hashlib.sha256(self.chat_template.encode()).hexdigest(),
+            "versions": {p: v(p) for p in ("vllm", "outlines", "transformers", "torch")},
+        }

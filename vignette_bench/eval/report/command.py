@@ -1,0 +1,48 @@
+"""vignette report RUN_DIR [RUN_DIR ...] [--out DIR] [--news NEWS_RESULTS_DIR]
+
+Writes DIR/report.md (+ DIR/figures/*.png) and DIR/report.html (one self-contained page).
+Runs of the same model (e.g. its identity_contrast and portraits runs) are read together;
+two or more models add a model comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from vignette_bench.eval.report.build import build
+from vignette_bench.eval.report.page import write_html, write_markdown
+from vignette_bench.eval.report.runs import RunError, load_run
+
+
+def make_report(run_dirs: Sequence[str | Path], out: str | Path, news: str | Path | None = None) -> tuple[Path, Path]:
+    runs = [load_run(d) for d in run_dirs]
+    title, sections = build(runs)
+    if news is not None:
+        from vignette_bench.eval.report.news import news_section
+
+        sections.append(news_section(news))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return write_markdown(title, sections, out), write_html(title, sections, out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="folders with responses.parquet and run.json")
+    p.add_argument("--out", default="report", help="output folder (default: ./report)")
+    p.add_argument("--news", help="folder written by `vignette news results` to add as a section")
+    args = p.parse_args(argv)
+    try:
+        md, page = make_report(args.run_dirs, args.out, args.news)
+    except RunError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {md} and {page}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""Matplotlib figures for the report, drawn from tidy tables (never from raw responses).
+
+Every diverging colour scale is centred on "no bias" (50 % for a two-way choice, 0 for a
+difference or a log-odds); figure height grows with the number of rows so that 167 identity
+labels stay readable. Cells significant after Benjamini–Hochberg are marked with a dot.
+"""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: the report is written to files
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.colors import TwoSlopeNorm  # noqa: E402
+
+ROW_INCH = 0.17  # per identity row; 167 rows -> ~29 in, labels at 7 pt stay apart
+COL_INCH = 0.28
+LABEL_PT = 7
+DIVERGING = "RdBu_r"  # red = more often chosen / more positive, blue = less
+SIG_Q = 0.05
+
+
+def _size(n_rows: int, n_cols: int, min_w: float = 5.0) -> tuple[float, float]:
+    return max(min_w, 2.8 + COL_INCH * n_cols), max(3.2, 1.6 + ROW_INCH * n_rows)
+
+
+def to_png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)  # constrained layout, so one draw (no bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def heatmap(
+    values: pd.DataFrame,
+    *,
+    title: str,
+    center: float,
+    cbar_label: str,
+    significant: pd.DataFrame | None = None,
+    span: float | None = None,
+    row_notes: dict[str, str] | None = None,
+    min_width: float = 5.0,
+    limits: tuple[float, float] | None = None,
+) -> bytes:
+    """A rows × columns heatmap with a diverging scale centred on ``center``.
+
+    ``significant`` is a boolean frame of the same shape (True = BH q < 0.05): marked with a dot.
+    ``span`` fixes the half-range of the scale (else the largest deviation, so the centre is white);
+    ``limits`` clips the scale to what the value can be (0–100 for a percentage).
+    """
+    n_rows, n_cols = values.shape
+    fig, ax = plt.subplots(figsize=_size(n_rows, n_cols, min_width), layout="constrained")
+    arr = values.to_numpy(dtype=float)
+    dev = np.nanmax(np.abs(arr - center)) if np.isfinite(arr).any() else 1.0
+    if n_rows == 0 or n_cols == 0:
+        raise ValueError(f"{title}: nothing to draw (no rows or columns); the caller says what is missing")
+    half = span if span is not None else max(float(dev), 1e-9)
+    lo, hi = center - half, center + half
+    if limits is not None:
+        lo, hi = max(lo, limits[0]), min(hi, limits[1])
+    eps = 1e-9 * max(1.0, abs(center))
+    norm = TwoSlopeNorm(vcenter=center, vmin=min(lo, center - eps), vmax=max(hi, center + eps))
+    cmap = matplotlib.colormaps[DIVERGING].with_extremes(bad="#dddddd")  # never asked: grey, not "no bias"
+    im = ax.imshow(np.ma.masked_invalid(arr), aspect="auto", cmap=cmap, norm=norm, interpolation="nearest")
+    ax.set_xticks(range(n_cols))
+    ax.set_xticklabels([str(c) for c in values.columns], rotation=60, ha="right", fontsize=LABEL_PT)
+    labels = [f"{r}{(row_notes or {}).get(r, '')}" for r in values.index]
+    ax.set_yticks(range(n_rows))
+    ax.set_yticklabels(labels, fontsize=LABEL_PT)
+    if significant is not None:
+        sig = significant.reindex(index=values.index, columns=values.columns).fillna(0.0).to_numpy(float) > 0.5
+        ys, xs = np.nonzero(sig)
+        ax.scatter(xs, ys, s=9, c="black", marker="o", linewidths=0, label=f"BH q < {SIG_Q}")
+        if len(xs):
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, -0.02), fontsize=LABEL_PT, frameon=False)
+    cb = fig.colorbar(im, ax=ax, fraction=0.04 if n_rows > 30 else 0.08, pad=0.02)
+    cb.set_label(cbar_label, fontsize=LABEL_PT + 1)
+    cb.ax.tick_params(labelsize=LABEL_PT)
+    ax.set_title(title, fontsize=LABEL_PT + 3)
+    return to_png(fig)
+
+
+def rate_bars(
+    table: pd.DataFrame, *, title: str, value: str, low: str, high: str, ref: float | None, xlabel: str
+) -> bytes:
+    """Points with 95% intervals, one row per label; ``ref`` draws the no-bias line."""
+    table = table.reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(6.5, max(2.8, 1.2 + 0.32 * len(table))), layout="constrained")
+    y = np.arange(len(table))
+    v = table[value].astype(float).to_numpy()
+    lo = table[low].astype(float).fillna(table[value]).to_numpy()
+    hi = table[high].astype(float).fillna(table[value]).to_numpy()
+    ax.errorbar(
+        v, y, xerr=np.vstack([v - lo, hi - v]).clip(min=0), fmt="o", color="#28527a", ecolor="#28527a", capsize=3, ms=4
+    )
+    ax.set_yticks(y)
+    ax.set_yticklabels(table["label"], fontsize=LABEL_PT + 1)
+    ax.invert_yaxis()
+    edges = [x for x in (*lo, *hi, *([ref] if ref is not None else [])) if np.isfinite(x)]
+    pad = max(0.02, 0.1 * (max(edges) - min(edges))) if edges else 0.05
+    ax.set_xlim(max(0.0, min(edges) - pad) if edges else 0.0, min(1.0, max(edges) + pad) if edges else 1.0)
+    if ref is not None:
+        ax.axvline(ref, color="black", lw=1, ls="--")
+        xlabel += " (dashed: no bias)"
+    ax.set_xlabel(xlabel, fontsize=LABEL_PT + 1)
+    ax.set_title(title, fontsize=LABEL_PT + 3)
+    ax.grid(axis="x", alpha=0.3)
+    return to_png(fig)
+
+
+def consistency(scores: pd.DataFrame, significant: pd.DataFrame, verdict: pd.Series, *, title: str) -> bytes:
+    """Identity × paradigm advantage (pp, ↑ = advantaged), rows grouped consistent/conflicting."""
+    order = verdict.sort_values(kind="stable").index
+    notes = {i: f"  [{verdict[i]}]" for i in order}
+    return heatmap(
+        scores.loc[order],
+        title=title,
+        center=0.0,
+        significant=significant.loc[order],
+        cbar_label="advantage, pp (↑ = advantaged)",
+        row_notes=notes,
+        min_width=7.0,
+    )
+
+
+def model_comparison(table: pd.DataFrame, *, title: str) -> bytes:
+    """table: paradigm, dimension, model, value (bias magnitude); one panel per paradigm, 3 per row."""
+    paradigms = list(dict.fromkeys(table["paradigm"]))
+    ncols = min(3, len(paradigms))
+    nrows = -(-len(paradigms) // ncols)
+    n_dims = table["dimension"].nunique()
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(4.2 * ncols, (1.2 + 0.35 * n_dims * max(1, table["model"].nunique() / 2)) * nrows + 0.8),
+        squeeze=False,
+        layout="constrained",
+    )
+    for ax, par in zip(axes.flat, paradigms):
+        sub = table[table["paradigm"] == par].pivot(index="dimension", columns="model", values="value")
+        sub.plot.barh(ax=ax, width=0.8, legend=False)
+        ax.set_title(par, fontsize=LABEL_PT + 3)
+        ax.set_xlabel("bias magnitude (pp), lower is fairer", fontsize=LABEL_PT)
+        ax.tick_params(labelsize=LABEL_PT)
+        ax.set_ylabel("")
+    for ax in list(axes.flat)[len(paradigms) :]:
+        ax.set_visible(False)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(
+        handles, labels, loc="outside lower center", ncol=min(3, len(labels)), fontsize=LABEL_PT + 1, frameon=False
+    )
+    fig.suptitle(title, fontsize=LABEL_PT + 4)
+    return to_png(fig)

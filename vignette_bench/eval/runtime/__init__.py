@@ -1,0 +1,1 @@
+"""Put the questions to a model and keep its answers: questions, the runner, the run folder, merge."""

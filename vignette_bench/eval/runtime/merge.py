@@ -1,0 +1,131 @@
+"""Join the log parts of a run into RUN_DIR/responses.parquet: `vignette merge RUN_DIR`.
+
+Rows are deduplicated by question id (the log is append-only, so the latest answer wins: a
+question re-asked with --retry-invalid replaces its invalid answer) and checked against the
+planned question set, which is rebuilt from the run's plan and record (folder.py): a
+missing or an unplanned question is an error, never written silently. The parquet is ordered
+by the plan (pair order, then question order), so it does not depend on how the run was split
+or interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from vignette_bench.eval.runtime.folder import RunFolder
+from vignette_bench.eval.runtime.questions import QuestionBuilder
+from vignette_bench.eval.runtime.record import RecordError, RunRecord
+from vignette_bench.eval.runtime.responses import RESPONSE_SCHEMA
+from vignette_bench.eval.runtime.runlog import iter_part, tail_state
+from vignette_bench.taxonomy import load_taxonomy
+
+
+class MergeError(RuntimeError):
+    """The parts do not add up to the planned question set."""
+
+
+@dataclass(frozen=True)
+class MergeReport:
+    planned: int
+    answered: int
+    duplicates: int  # rows replaced by a later answer to the same question
+    missing: int
+    unplanned: int
+    invalid: int
+    torn_parts: int  # parts ending in a torn line (its row is ignored)
+    written: Path | None
+
+
+def builder_from_record(record: RunRecord, folder: RunFolder) -> QuestionBuilder:
+    """The question builder a run used, from its record and the taxonomy copy it kept."""
+    s = record.settings
+    return QuestionBuilder(load_taxonomy(folder.kept_taxonomy()), s.seed, s.paradigms, s.variants)
+
+
+def planned_ids(folder: RunFolder) -> Iterator[str]:
+    """Every planned question id in plan order."""
+    builder = builder_from_record(folder.read_record(), folder)
+    for row in folder.read_plan().to_pylist():
+        for q in builder(row):
+            yield q.question_id
+
+
+def merge(run_dir: str | Path, write: bool = True, allow_gaps: bool = False) -> MergeReport:
+    """Deduplicate, check against the plan, and (if complete or allow_gaps) write responses.parquet."""
+    folder = RunFolder(run_dir)
+    run_dir = folder.path
+    for path in (folder.record_path, folder.plan_path):
+        if not path.exists():
+            raise MergeError(f"{path} missing: is {run_dir} a run folder written by `vignette run`?")
+    latest: dict[str, dict[str, Any]] = {}
+    rows = torn = 0
+    for path in folder.part_paths():
+        torn += tail_state(path)[1]
+        for row in iter_part(path):
+            latest[row["question_id"]] = row
+            rows += 1
+    order = list(planned_ids(folder))
+    planned = set(order)
+    missing = [q for q in order if q not in latest]
+    unplanned = [q for q in latest if q not in planned]
+    report = MergeReport(
+        planned=len(order),
+        answered=len(latest),
+        duplicates=rows - len(latest),
+        missing=len(missing),
+        unplanned=len(unplanned),
+        invalid=sum(not r.get("valid") for r in latest.values()),
+        torn_parts=torn,
+        written=None,
+    )
+    if unplanned:
+        raise MergeError(
+            f"{run_dir}: {len(unplanned)} answered question(s) are not in the plan (e.g. {unplanned[:3]}); "
+            f"the log mixes runs with different settings — keep one run per folder"
+        )
+    if missing and not allow_gaps:
+        if write:
+            raise MergeError(
+                f"{run_dir}: {len(missing)} of {len(order)} planned question(s) have no answer (e.g. {missing[:3]}); "
+                f"rerun `vignette run` with the same --out (it resumes), or pass --allow-gaps"
+            )
+        return report
+    if not write:
+        return report
+    kept = [latest[q] for q in order if q in latest]
+    schema = RESPONSE_SCHEMA
+    if any("attn_left_share" in r for r in kept):  # attention was recorded: keep its columns (eval.attention)
+        from vignette_bench.eval.explain.attention import attention_schema
+
+        schema = pa.schema([*RESPONSE_SCHEMA, *attention_schema()])
+    out = folder.write_responses(pa.Table.from_pylist(kept, schema=schema))  # atomic: a reader never sees half a file
+    return MergeReport(**{**report.__dict__, "written": out})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", help="the --out folder of `vignette run`")
+    parser.add_argument(
+        "--allow-gaps", action="store_true", help="write the parquet even if planned questions are unanswered"
+    )
+    parser.add_argument("--check", action="store_true", help="only report; write nothing")
+    args = parser.parse_args(argv)
+    try:
+        report = merge(args.run_dir, write=not args.check, allow_gaps=args.allow_gaps)
+    except (MergeError, RecordError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps({k: (str(v) if isinstance(v, Path) else v) for k, v in report.__dict__.items()}))
+    return 0 if report.missing == 0 or args.allow_gaps else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,518 @@
+"""Put the benchmark's questions to a model: `vignette run --source S --config C --model M --out RUN_DIR`.
+
+Answers are appended to RUN_DIR/log/part-<rank>.jsonl batch by batch (flushed and fsync'ed),
+so a rerun with the same --out resumes where the last one stopped, skipping every question
+already answered. When every planned question has an answer the parts are merged into
+RUN_DIR/responses.parquet (`vignette merge RUN_DIR` does the same by hand).
+
+Many processes: under `torchrun` or `accelerate launch` each process reads RANK and WORLD_SIZE
+and takes its share of the pairs (`datasets.distributed.split_dataset_by_node`); for job arrays
+pass --shard i/N. Each pair image is composed once for all of its questions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import socket
+import sys
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from importlib import metadata
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+from datasets import Dataset
+from datasets.distributed import split_dataset_by_node
+from PIL import Image
+from tqdm.auto import tqdm
+
+from vignette_bench.eval.adapters.base import ChoiceRequest, ModelAdapter
+from vignette_bench.eval.runtime.folder import RunFolder
+from vignette_bench.eval.runtime.merge import MergeError, merge
+from vignette_bench.eval.runtime.questions import (
+    CONFIG_PARADIGMS,
+    CONFIGS,
+    PARADIGMS,
+    Question,
+    QuestionBuilder,
+    Variants,
+    template_hash,
+)
+from vignette_bench.eval.runtime.record import DatasetProvenance, ModelProvenance, RunRecord, RunSettings
+from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
+
+# Adapter provenance keys that change the answers: a resumed run must keep them.
+ANSWER_KEYS = (
+    "model_id",
+    "model_revision",
+    "adapter",
+    "mode",
+    "temperature",
+    "top_p",
+    "score_norm",
+    "seed",
+    "sampling",
+    "dtype",
+)
+PAIR_COLUMNS = (
+    "pair_id",
+    "index",
+    "config",
+    "gender",
+    "dimension",
+    "identity_left",
+    "identity_right",
+    "form_left",
+    "form_right",
+    "activity_left",
+    "activity_right",
+    "key_left",
+    "key_right",
+    "swapped",
+)
+VERSIONED = (
+    "torch",
+    "transformers",
+    "datasets",
+    "evaluate",
+    "outlines",
+    "accelerate",
+    "pillow",
+    "numpy",
+    "pyarrow",
+    "vllm",
+    "openai",
+)
+
+
+class RunError(RuntimeError):
+    """The run cannot start or continue as asked; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    rank: int = 0
+    world_size: int = 1
+
+    @classmethod
+    def resolve(cls, shard: str | None) -> Shard:
+        """--shard i/N wins; else RANK/WORLD_SIZE from torchrun or accelerate; else 0/1."""
+        if shard:
+            try:
+                i, n = (int(x) for x in shard.split("/"))
+            except ValueError:
+                raise RunError(f"--shard {shard!r}: expected i/N, e.g. 0/4") from None
+        else:
+            i, n = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+        if not 0 <= i < n:
+            raise RunError(f"shard {i}/{n}: need 0 <= i < N")
+        return cls(i, n)
+
+
+@dataclass
+class PairSource:
+    """Pair rows without images (the plan) and a way to compose one pair's image on demand."""
+
+    rows: Dataset
+    compose: Callable[[dict[str, Any]], Image.Image]
+    revision: dict[str, Any]
+    taxonomy: str | None = None  # the source's taxonomy folder (any fsspec URL); None: the packaged copy
+
+
+FILTER_KEYS = (
+    "gender",
+    "dimensions",
+    "identities",
+    "identity_match",
+    "activities",
+    "time_use",
+    "exclude_near_synonyms",
+)
+
+
+def _filter_kwargs(filters: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """--filter key=value pairs as vignette.load_dataset keyword arguments (lists are comma-separated)."""
+    out: dict[str, Any] = {}
+    for key, value in filters:
+        if key not in FILTER_KEYS:
+            raise RunError(f"--filter {key}={value}: unknown key; use one of {list(FILTER_KEYS)}")
+        if key == "exclude_near_synonyms":
+            out[key] = value.lower() in ("1", "true", "yes")
+        elif key == "identity_match":
+            out[key] = value
+        else:
+            out[key] = tuple(v.strip() for v in value.split(",") if v.strip())
+    return out
+
+
+def open_pairs(settings: RunSettings) -> PairSource:
+    """The pairs of the run's config from its source, through vignette (the loading module)."""
+    import vignette
+
+    ds = vignette.load_dataset(
+        settings.source,
+        settings.config,
+        sample=settings.sample,
+        seed=settings.seed,
+        size=settings.image_size,
+        **_filter_kwargs(settings.filters),
+    )
+    table = ds.with_format("arrow")[:]
+    rows = Dataset(table.select([c for c in PAIR_COLUMNS if c in table.column_names]))
+    source = vignette.Source(settings.source)
+    composer = vignette.Composer(
+        vignette.RenderReader(vignette.RenderIndex.load(source)), (settings.image_size[0], settings.image_size[1])
+    )
+    revision = {
+        "selection": json.loads(ds.info.description or "{}"),
+        # the index lists every render with its sha256: its digest pins the exact images asked about
+        "index_sha256": hashlib.sha256(source.read(vignette.INDEX_PATH)).hexdigest(),
+        "vignette_sha256": hashlib.sha256(Path(vignette.__file__).read_bytes()).hexdigest()[:16],
+        **_hub_revision(source.root),
+    }
+    return PairSource(
+        rows, lambda row: composer.pair(row["key_left"], row["key_right"]), revision, source.url("taxonomy")
+    )
+
+
+def _hub_revision(root: str) -> dict[str, Any]:
+    """The Hub commit of a hf://datasets/ source, when the Hub can be asked (the index digest pins the data anyway)."""
+    if not root.startswith("hf://datasets/"):
+        return {}
+    repo, _, revision = root[len("hf://datasets/") :].partition("@")
+    try:
+        from huggingface_hub import HfApi
+
+        return {"hub_repo": repo, "hub_sha": HfApi().dataset_info(repo, revision=revision or None).sha}
+    except Exception as e:  # noqa: BLE001 - offline or private: recorded, not fatal
+        return {"hub_repo": repo, "hub_sha": None, "hub_sha_error": f"{type(e).__name__}: {e}"[:300]}
+
+
+def library_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def build_adapter(spec: str, seed: int, batch_size: int) -> ModelAdapter:
+    """The adapter a model spec names (eval/adapters/spec.py); the run's seed and batch size apply where it takes them."""
+    from vignette_bench.eval.adapters.spec import build_adapter as build_model_adapter
+
+    return build_model_adapter(spec, seed=seed, batch_size=batch_size)
+
+
+def _check_or_write_record(folder: RunFolder, record: RunRecord) -> None:
+    if not folder.has_record():
+        folder.write_record(record)
+        return
+    path, old = folder.record_path, folder.read_record()  # an older version reads through record.migrate
+    # The model spec may change between sessions in what does not change answers (batch size, device,
+    # concurrency: e.g. a smaller batch after running out of memory); each session logs its own.
+    before_s, now_s = (replace(r.settings, model="").as_dict() for r in (old, record))
+    if before_s != now_s:
+        raise RunError(
+            f"{path}: this folder holds a run with other settings ({old.settings.as_dict()} != {record.settings.as_dict()}); "
+            f"resume with the same options or choose another --out"
+        )
+    if old.template_hash != record.template_hash:
+        raise RunError(
+            f"{path}: the questions' wording changed since this run started (template hash "
+            f"{old.template_hash} != {record.template_hash}); finish it with the old code or use another --out"
+        )
+    before, now = ({k: m.get(k) for k in ANSWER_KEYS} for m in (old.model.to_json(), record.model.to_json()))
+    if before != now:
+        raise RunError(
+            f"{path}: answers in this folder come from {before}, this session would give {now}; use another --out"
+        )
+
+
+def _plan(folder: RunFolder, source: PairSource, settings: RunSettings) -> Dataset:
+    """The pair plan: read back from the folder when resuming, else taken from the source and kept."""
+    if folder.has_plan():
+        return Dataset(folder.read_plan())
+    table = source.rows.with_format("arrow")[:]
+    if len(table) == 0:
+        raise RunError(
+            f"no pairs for config {settings.config!r} with filters {dict(settings.filters)} in {settings.source}"
+        )
+    folder.write_plan(table)  # every rank computes the same plan; the last rename wins harmlessly
+    return Dataset(folder.read_plan())
+
+
+@dataclass(frozen=True)
+class RunResult:
+    asked: int
+    invalid: int  # of those asked: answers outside the options, refusals, backend errors
+    skipped: int  # already answered in an earlier session
+    pairs_composed: int
+    seconds: float
+    responses: Path | None  # the merged parquet, once every part is complete
+
+
+def run(
+    settings: RunSettings,
+    run_dir: str | Path,
+    *,
+    adapter: ModelAdapter | None = None,
+    source: PairSource | None = None,
+    shard: Shard = Shard(),
+    batch_size: int = 16,
+    retry_invalid: bool = False,
+    progress: bool = True,
+    prefetch: int = 2,
+) -> RunResult:
+    """Ask every planned question of this shard that has no answer yet; merge when all shards are done."""
+    if settings.config not in CONFIGS:
+        raise RunError(f"--config {settings.config!r}: expected one of {CONFIGS}")
+    asked_paradigms = [p for p in settings.paradigms if p in CONFIG_PARADIGMS[settings.config]]
+    if not asked_paradigms:
+        raise RunError(
+            f"--paradigms {','.join(settings.paradigms)}: {settings.config} pairs carry none of them; "
+            f"they carry {','.join(CONFIG_PARADIGMS[settings.config])}"
+        )
+    folder = RunFolder(run_dir).create()
+    run_dir = folder.path
+    adapter = adapter or build_adapter(settings.model, settings.seed, batch_size)
+    if source is None:
+        source = open_pairs(settings)
+    # the source's taxonomy, copied once: questions (and merge's check) use that copy
+    taxonomy = load_taxonomy(folder.keep_taxonomy(source.taxonomy or str(DATA_DIR)))
+    builder = QuestionBuilder(taxonomy, settings.seed, settings.paradigms, settings.variants)
+    where = str(folder.record_path)  # names the file if an adapter or source reports a bad value
+    record = RunRecord(
+        settings=settings,
+        template_hash=template_hash(taxonomy),
+        model=ModelProvenance.from_json(adapter.provenance(), where),
+        dataset=DatasetProvenance.from_json(
+            {"source": settings.source, "config": settings.config, **source.revision}, where
+        ),
+        versions=library_versions(),
+    )
+    _check_or_write_record(folder, record)
+    plan = _plan(folder, source, settings)
+    mine = split_dataset_by_node(plan, rank=shard.rank, world_size=shard.world_size)
+
+    done_pair: dict[str, str] = {}  # answered question id -> its pair (a question answered twice counts once)
+    for r in folder.rows():
+        if r.get("valid") or not retry_invalid:
+            done_pair[r["question_id"]] = r["pair_id"]
+    done = done_pair.keys()
+    done_per_pair = Counter(done_pair.values())
+    per_pair = len(builder(mine[0])) if len(mine) else 0  # the same for every pair of a config
+    if len(mine) and not per_pair:
+        raise RunError(
+            f"{settings.config}: no question has the wording variants {settings.variants.as_dict()} "
+            f"(activity-contrast options are activities: it has no position style)"
+        )
+    pair_ids = mine["pair_id"]
+    already = sum(min(done_per_pair[p], per_pair) for p in pair_ids)
+    model_id = record.model.model_id if record.model.model_id is not None else settings.model
+    prepare = getattr(adapter, "prepare", None)
+
+    writer = folder.part_writer(shard.rank)
+    session = {
+        "rank": shard.rank,
+        "world_size": shard.world_size,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "started": time.time(),
+        "already_answered": already,
+        "repaired_torn_bytes": writer.repaired_bytes,
+        "batch_size": batch_size,
+        "model_spec": settings.model,
+        "model": record.model.to_json(),
+        "argv": sys.argv,
+    }
+    folder.append_session(session)
+
+    bar = tqdm(
+        total=per_pair * len(mine),
+        initial=already,
+        unit="q",
+        disable=not progress,
+        position=shard.rank,
+        desc=f"{settings.config} [{shard.rank}/{shard.world_size}]",
+        dynamic_ncols=True,
+    )  # one line per rank
+    pending: list[tuple[Question, Image.Image | None]] = []
+    asked = composed = invalid = 0
+    start = time.perf_counter()
+
+    def ask(batch: list[tuple[Question, Image.Image | None]]) -> None:
+        nonlocal invalid
+        questions = [q for q, _ in batch]
+        if prepare is not None:
+            prepare(questions)
+        requests = [ChoiceRequest(q.question_id, image, q.prompt, q.options) for q, image in batch]
+        results = adapter.choose(requests)
+        if [r.question_id for r in results] != [q.question_id for q in questions]:
+            raise RunError(
+                f"adapter {type(adapter).__name__} answered {len(results)} results for {len(questions)} "
+                f"questions or out of order; adapters must return one result per request, in order"
+            )
+        rows = [q.response(r, model_id) for q, r in zip(questions, results)]
+        writer.append(rows)
+        invalid += sum(not row["valid"] for row in rows)
+        bar.update(len(batch))
+
+    def work() -> Iterator[tuple[dict[str, Any], list[Question]]]:
+        """Pairs with unanswered questions, in plan order, with those questions."""
+        for i, pair_id in enumerate(pair_ids):
+            if done_per_pair[pair_id] >= per_pair and per_pair:
+                continue  # whole pair answered: neither rebuild its questions nor compose its image
+            row = mine[i]
+            questions = builder(row)
+            if len(questions) != per_pair:  # the skip rule above relies on this
+                raise RunError(
+                    f"pair {pair_id}: {len(questions)} questions where every {settings.config} pair has {per_pair}; "
+                    f"this is a bug in eval/questions.py"
+                )
+            todo = [q for q in questions if q.question_id not in done]
+            if todo:
+                yield row, todo
+
+    def answer_pairs(pool: ThreadPoolExecutor) -> None:
+        # Images of the next pairs are composed on a worker thread while the model answers the current
+        # batch (PIL decodes and resizes without the GIL); questions are still asked and logged in plan order.
+        nonlocal asked, composed
+        lookahead: deque[tuple[list[Question], Future | None]] = deque()
+        try:
+            for row, todo in chain(work(), [(None, [])]):
+                if row is not None:
+                    needs_image = any(q.modality == "image" for q in todo)
+                    lookahead.append((todo, pool.submit(source.compose, row) if needs_image else None))
+                while lookahead and (len(lookahead) > prefetch or row is None):
+                    todo, future = lookahead.popleft()
+                    image = future.result() if future is not None else None
+                    composed += future is not None
+                    pending.extend((q, image if q.modality == "image" else None) for q in todo)
+                    while len(pending) >= batch_size:
+                        ask(pending[:batch_size])
+                        asked += batch_size
+                        del pending[:batch_size]
+            if pending:
+                ask(pending)
+                asked += len(pending)
+        finally:  # after an error, compose nothing more
+            for _, future in lookahead:
+                if future is not None:
+                    future.cancel()
+
+    try:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="compose") as pool:
+            answer_pairs(pool)
+    finally:
+        writer.close()
+        bar.close()
+    seconds = time.perf_counter() - start
+
+    responses = None
+    try:
+        responses = merge(run_dir, write=True).written
+    except MergeError as e:
+        if shard.world_size == 1:
+            raise
+        print(
+            f"rank {shard.rank} done; other shards still running ({e}). "
+            f"When all have finished: vignette merge {run_dir}",
+            file=sys.stderr,
+        )
+    return RunResult(asked, invalid, already, composed, seconds, responses)
+
+
+def _parse_filters(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise RunError(f"--filter {item!r}: expected key=value, e.g. dimension=religion")
+        out.append((key.strip(), value.strip()))
+    return tuple(sorted(out))
+
+
+def _parse_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise RunError(f"--image-size {text!r}: expected WIDTHxHEIGHT, e.g. 672x336") from None
+    return w, h
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--source", required=True, help="Hub dataset repo id, local folder or base URL of the renders")
+    p.add_argument("--config", required=True, choices=CONFIGS)
+    p.add_argument(
+        "--model",
+        required=True,
+        help="model spec: random, random:seed=N, always-left, or an adapter spec (docs/eval.md)",
+    )
+    p.add_argument("--out", required=True, help="run folder; rerunning with the same folder resumes")
+    p.add_argument("--sample", type=int, help="a balanced sample of N pairs (default: every pair passing the filters)")
+    p.add_argument(
+        "--filter", action="append", default=[], metavar="KEY=VALUE", help="e.g. dimension=religion, gender=female"
+    )
+    p.add_argument("--paradigms", default=",".join(PARADIGMS), help=f"comma-separated subset of {','.join(PARADIGMS)}")
+    p.add_argument(
+        "--variants",
+        nargs="+",
+        default=["paraphrase=0", "option_style=identity", "modality=image"],
+        help="'all', or paraphrase=0,1,2 option_style=identity,position modality=image,text",
+    )
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument(
+        "--image-size", default="672x336", help="composed pair image WIDTHxHEIGHT (default: the paper's 672x336)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of option order, distractors and the sample")
+    p.add_argument("--shard", help="i/N: this process takes the i-th of N shares (default RANK/WORLD_SIZE)")
+    p.add_argument(
+        "--prefetch",
+        type=int,
+        default=2,
+        help="pair images composed ahead on a worker thread while the model answers (0: none)",
+    )
+    p.add_argument("--retry-invalid", action="store_true", help="re-ask questions whose recorded answer is invalid")
+    p.add_argument("--no-progress", action="store_true")
+    args = p.parse_args(argv)
+    try:
+        settings = RunSettings(
+            source=args.source,
+            config=args.config,
+            model=args.model,
+            seed=args.seed,
+            paradigms=tuple(x.strip() for x in args.paradigms.split(",") if x.strip()),
+            variants=Variants.parse(args.variants),
+            sample=args.sample,
+            filters=_parse_filters(args.filter),
+            image_size=_parse_size(args.image_size),
+        )
+        result = run(
+            settings,
+            args.out,
+            shard=Shard.resolve(args.shard),
+            batch_size=args.batch_size,
+            retry_invalid=args.retry_invalid,
+            progress=not args.no_progress,
+            prefetch=args.prefetch,
+        )
+    except (RunError, MergeError, ValueError, LookupError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps({**asdict(result), "responses": str(result.responses) if result.responses else None}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

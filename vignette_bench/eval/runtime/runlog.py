@@ -1,0 +1,103 @@
+"""An append-only JSONL log, one JSON object a line: a run's answers (RunFolder.part_path) and the
+news stages' logs.
+
+Each batch of answers is written, flushed and fsync'ed before the next batch is asked, so a
+crash (even SIGKILL or power loss) loses at most the batch in flight. A crash mid-write can
+leave a torn last line: the reader ignores it and the writer cuts it off before appending.
+A broken line anywhere else is corruption and stops the run with the file and line named.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class LogCorrupt(ValueError):
+    """A line other than the last of a log part is not valid JSON."""
+
+
+@dataclass(frozen=True)
+class PartScan:
+    rows: list[dict[str, Any]]
+    good_bytes: int  # length of the file up to the end of its last complete line
+    torn: bool  # whether the file ends in a partial line
+
+
+def tail_state(path: Path) -> tuple[int, bool]:
+    """(bytes up to the end of the last complete line, whether a torn line follows), reading only the tail."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        end = size
+        while end > 0:
+            start = max(0, end - 65536)
+            f.seek(start)
+            chunk = f.read(end - start)
+            cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                good = start + cut + 1
+                return good, good < size
+            end = start
+    return 0, size > 0
+
+
+def iter_part(path: Path) -> Iterator[dict[str, Any]]:
+    """The complete rows of one part, streamed; a last line without its newline (a torn write) is left out."""
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.endswith(b"\n"):
+                return  # torn last line
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as e:
+                raise LogCorrupt(
+                    f"{path}, line {number}: not valid JSON ({e.msg}); only a torn last line is expected after a crash. "
+                    f"Move the file aside (and rerun to re-ask its questions) or repair the line."
+                ) from None
+
+
+def scan_part(path: Path) -> PartScan:
+    """All complete rows of one part, and where its torn tail (if any) starts."""
+    good, torn = tail_state(path)
+    return PartScan(list(iter_part(path)), good, torn)
+
+
+class PartWriter:
+    """Appends batches of rows to one part durably; repairs a torn last line on open."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.repaired_bytes = 0
+        if path.exists():
+            good, torn = tail_state(path)
+            if torn:
+                self.repaired_bytes = path.stat().st_size - good
+                with open(path, "r+b") as f:
+                    f.truncate(good)
+                    f.flush()
+                    os.fsync(f.fileno())
+        self._file = open(path, "ab")
+
+    def append(self, rows: Iterable[dict[str, Any]]) -> None:
+        # One write call per batch, then flush and fsync: the batch is on disk before we go on.
+        payload = b"".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for r in rows)
+        if payload:
+            self._file.write(payload)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> PartWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,1 @@
+"""An OpenAI-compatible chat server over any model adapter (`vignette serve`)."""

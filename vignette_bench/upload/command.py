@@ -1,0 +1,120 @@
+"""vignette upload {dataset,metrics,results} --repo ID [--dry-run]   |   vignette upload card --source DIR
+
+dataset  SOURCE folder (card + taxonomy + renders + index) -> a Hub dataset repo
+metrics  metrics/<name>/ -> one gradio Space per metric, OWNER/<name>
+results  leaderboard entries (validated) + the responses they cite -> a Hub dataset repo
+card     complete SOURCE/README.md with cards/dataset_card_sections.md (local only)
+
+The token comes from HF_TOKEN or the saved Hub login (huggingface_hub.get_token); it is handed
+to HfApi and never printed, logged or written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from vignette_bench.upload.plan import describe, execute, remote_listing
+from vignette_bench.upload.targets import UploadError, dataset_plan, metric_names, metrics_plan
+
+
+def _api(dry_run: bool):
+    from huggingface_hub import HfApi, get_token
+
+    token = get_token()
+    if token is None and not dry_run:
+        raise UploadError("no Hub token: set HF_TOKEN or run `hf auth login` (a write token is needed)")
+    return HfApi(token=token)
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0").lower() in {"1", "true", "yes", "on"}
+
+
+def _listing(api, repo_id: str, repo_type: str, consult: bool):
+    """Remote files for hash comparison, or None (repo missing, offline, or not asked)."""
+    if not consult or _offline():
+        return None
+    return remote_listing(api, repo_id, repo_type)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("target", choices=("dataset", "metrics", "results", "card"))
+    p.add_argument("--repo", help="dataset repo id (dataset, results) or owner (metrics)")
+    p.add_argument(
+        "--source",
+        default=None,
+        help="dataset, card: the source folder; results: the entries folder (default leaderboard/entries)",
+    )
+    p.add_argument("--metrics-dir", default="metrics")
+    p.add_argument("--stage", default=None, help="folder for staged Space files (default: a temp folder)")
+    p.add_argument("--private", action="store_true")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and stop; writes nothing to the Hub")
+    args = p.parse_args(argv)
+    if args.target == "card":
+        from vignette_bench.upload.card import complete_card
+
+        if not args.source:
+            p.error("card: give --source DIR")
+        print(f"wrote {complete_card(Path(args.source))}")
+        return 0
+    if not args.repo:
+        p.error(f"{args.target}: --repo is required")
+    try:
+        api = _api(args.dry_run)
+        consult = not args.dry_run or api.token is not None
+        if args.target == "dataset":
+            if not args.source:
+                raise UploadError("dataset: give --source DIR (the folder with README.md, taxonomy/, renders/)")
+            steps = dataset_plan(
+                Path(args.source), args.repo, private=args.private, remote=_listing(api, args.repo, "dataset", consult)
+            )
+            from vignette_bench.upload.card import START
+
+            if START not in (Path(args.source) / "README.md").read_text():
+                print(
+                    f"note: {args.source}/README.md lacks the pair counts, cautions and placeholder sections; "
+                    f"run `vignette upload card --source {args.source}` first",
+                    file=sys.stderr,
+                )
+        elif args.target == "metrics":
+            stage = Path(args.stage or tempfile.mkdtemp(prefix="vignette-spaces-"))
+            remotes = (
+                {
+                    f"{args.repo}/{n}": _listing(api, f"{args.repo}/{n}", "space", consult)
+                    for n in metric_names(Path(args.metrics_dir))
+                }
+                if "/" not in args.repo
+                else {}
+            )
+            steps = metrics_plan(Path(args.metrics_dir), args.repo, stage, private=args.private, remotes=remotes)
+        else:
+            from vignette_bench.upload.results import results_plan
+
+            steps = results_plan(
+                Path(args.source or "leaderboard/entries"),
+                args.repo,
+                private=args.private,
+                stage=Path(args.stage) if args.stage else None,
+                remote=_listing(api, args.repo, "dataset", consult),
+            )
+        print(("DRY RUN — nothing is sent. " if args.dry_run else "") + f"Plan ({len(steps)} steps):")
+        print(describe(steps))
+        if not args.dry_run:
+            execute(steps, api)
+            print("done")
+    except UploadError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # Hub errors: the type and message only (they never carry the token)
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""Plans for the three things we publish: the dataset source, the metric Spaces, the results.
+
+Each builder checks the local folder first (a card that describes every file, a metric with its
+card and module) and returns the steps of `upload.plan`; nothing here contacts the Hub.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+
+from vignette_bench.upload.plan import CreateRepo, RemoteFile, Step, UploadFolder, local_files, split_changed
+
+# Files of the source layout (docs/FORMATS.md) that no `configs:` entry names.
+LAYOUT_FILES = ("README.md", "taxonomy/*.csv", "renders/index.parquet")
+SAFE_PATH = re.compile(r"^[A-Za-z0-9_./-]+$")
+# evaluate 0.4.6's launch_gradio_widget uses gr.inputs/gr.outputs, which gradio 4 removed.
+GRADIO_SDK_VERSION = "3.50.2"
+
+
+class UploadError(ValueError):
+    """A folder is not ready to publish; the message names the file and what to do."""
+
+
+def front_matter(readme: Path) -> dict:
+    text = readme.read_text(encoding="utf-8")
+    m = re.match(r"^---\s*\n(.*?)\n---\s*\n", text, re.S)
+    if not m:
+        raise UploadError(f"{readme}: no YAML front matter (--- ... ---) at the top")
+    data = yaml.safe_load(m.group(1)) or {}
+    if not isinstance(data, dict):
+        raise UploadError(f"{readme}: front matter is not a mapping")
+    return data
+
+
+def config_patterns(card: dict, readme: Path) -> dict[str, list[str]]:
+    """config name -> its data_files globs, from the card's `configs:` (every accepted shape)."""
+    configs = card.get("configs")
+    if not configs:
+        raise UploadError(f"{readme}: the card has no `configs:`; add one per data config (renders, news)")
+    out: dict[str, list[str]] = {}
+    for c in configs:
+        name = c.get("config_name", "default")
+        files = c.get("data_files")
+        if files is None:
+            raise UploadError(f"{readme}: config {name!r} has no data_files")
+        pats: list[str] = []
+        for item in files if isinstance(files, list) else [files]:
+            if isinstance(item, str):
+                pats.append(item)
+            elif isinstance(item, dict):
+                p = item.get("path")
+                pats += p if isinstance(p, list) else [str(p)]
+        out[name] = pats
+    return out
+
+
+def _files_under(folder: Path) -> list[str]:
+    skip = {".git", ".cache", ".huggingface"}
+    return sorted(
+        p.relative_to(folder).as_posix()
+        for p in folder.rglob("*")
+        if p.is_file() and not skip.intersection(p.relative_to(folder).parts)
+    )
+
+
+def _check_safe(paths: list[str], folder: Path) -> None:
+    bad = [p for p in paths if not SAFE_PATH.match(p)]
+    if bad:
+        raise UploadError(f"{folder}: file name(s) with characters outside [A-Za-z0-9_./-]: {bad[:5]}; rename them")
+
+
+def dataset_files(folder: Path) -> list[str]:
+    """Exactly the files the card describes; raises on a stray file or a config matching nothing."""
+    readme = folder / "README.md"
+    if not readme.is_file():
+        raise UploadError(
+            f"{folder}: no README.md (dataset card); build the source with "
+            "`vignette build sample --out DIR` or the shard step"
+        )
+    patterns = config_patterns(front_matter(readme), readme)
+    files = _files_under(folder)
+    _check_safe(files, folder)
+    for name, pats in patterns.items():
+        if not any(fnmatch.fnmatchcase(f, p) for f in files for p in pats):
+            raise UploadError(f"{readme}: config {name!r} data_files {pats} match no file in {folder}")
+    allowed = [p for pats in patterns.values() for p in pats] + list(LAYOUT_FILES)
+    stray = [f for f in files if not any(fnmatch.fnmatchcase(f, p) for p in allowed)]
+    if stray:
+        raise UploadError(
+            f"{folder}: file(s) the card does not describe: {stray[:10]}; remove them or add "
+            "them to a config's data_files"
+        )
+    return files
+
+
+def dataset_plan(
+    folder: Path, repo_id: str, *, private: bool = False, remote: Mapping[str, RemoteFile] | None = None
+) -> list[Step]:
+    folder = Path(folder)
+    files = local_files(folder, dataset_files(folder))
+    todo, skip = split_changed(repo_id, files, remote)
+    steps: list[Step] = [CreateRepo(repo_id, "dataset", private)]
+    if skip:
+        steps.append(skip)
+    steps.append(
+        UploadFolder(
+            repo_id,
+            "dataset",
+            folder,
+            tuple(f.path_in_repo for f in todo),
+            "Upload VIGNETTE source (card, taxonomy, renders, index)",
+        )
+    )
+    return steps
+
+
+# ---- metrics as Spaces -------------------------------------------------------------------
+
+APP_PY = """import evaluate
+from evaluate.utils import launch_gradio_widget
+
+module = evaluate.load("{repo_id}")
+launch_gradio_widget(module)
+"""
+# Import names in metric modules that are not pip names, or ship with Python.
+
+
+def metric_names(metrics_dir: Path) -> list[str]:
+    names = sorted(p.name for p in Path(metrics_dir).iterdir() if (p / f"{p.name}.py").is_file())
+    if not names:
+        raise UploadError(f"{metrics_dir}: no metric modules (metrics/<name>/<name>.py)")
+    return names
+
+
+def module_requirements(module: Path) -> list[str]:
+    """What a metric module needs, as declared in its folder's requirements.txt (comments dropped).
+
+    The module folder is the one place that says it, so a module copied out alone (evaluate's
+    cache, a Space) carries the same list. `vignette-bench` (the statistics library) is not on
+    PyPI: a Space installs it from the line as written; edit it to a wheel URL or git URL there.
+    """
+    declared = module.parent / "requirements.txt"
+    if not declared.is_file():
+        raise UploadError(f"{declared}: missing; every metric module declares its requirements beside it")
+    lines = [line.split("#", 1)[0].strip() for line in declared.read_text(encoding="utf-8").splitlines()]
+    reqs = [line for line in lines if line]
+    if not any(r.split(">")[0].split("=")[0].strip() == "evaluate" for r in reqs):
+        reqs.append("evaluate")
+    return reqs
+
+
+def stage_metric_space(metrics_dir: Path, name: str, repo_id: str, stage: Path) -> Path:
+    """Copy one metric into a Space folder: module, card with Space front matter, app.py, requirements."""
+    src = Path(metrics_dir) / name
+    readme = src / "README.md"
+    if not readme.is_file():
+        raise UploadError(f"{src}: no README.md metric card; the Space shows it as its page")
+    out = Path(stage) / name
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    shutil.copy2(src / f"{name}.py", out / f"{name}.py")
+    text = readme.read_text(encoding="utf-8")
+    meta = front_matter(readme)
+    body = re.sub(r"^---\s*\n.*?\n---\s*\n", "", text, count=1, flags=re.S)
+    # The Space needs these keys; the card's other keys are kept. sdk_version is forced: the
+    # widget (evaluate.utils.launch_gradio_widget) calls gr.inputs/gr.outputs, gone in gradio 4.
+    meta = {"title": name, "pinned": False, **meta}
+    meta["sdk"], meta["app_file"], meta["sdk_version"] = "gradio", "app.py", GRADIO_SDK_VERSION
+    tags = list(meta.get("tags") or [])
+    meta["tags"] = tags + [t for t in ("evaluate", "metric") if t not in tags]
+    (out / "README.md").write_text(
+        "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n" + body, encoding="utf-8"
+    )
+    (out / "app.py").write_text(APP_PY.format(repo_id=repo_id), encoding="utf-8")
+    (out / "requirements.txt").write_text("\n".join(module_requirements(src / f"{name}.py")) + "\n", encoding="utf-8")
+    return out
+
+
+def metrics_plan(
+    metrics_dir: Path,
+    owner: str,
+    stage: Path,
+    *,
+    private: bool = False,
+    remotes: Mapping[str, Mapping[str, RemoteFile] | None] | None = None,
+) -> list[Step]:
+    """One gradio Space per metric, `{owner}/{name}`; `remotes` maps a Space id to its listing."""
+    if "/" in owner:
+        raise UploadError(
+            f"--repo {owner!r}: for metrics give the owner (user or org); each metric "
+            "becomes the Space OWNER/<metric name>"
+        )
+    steps: list[Step] = []
+    for name in metric_names(Path(metrics_dir)):
+        repo_id = f"{owner}/{name}"
+        folder = stage_metric_space(Path(metrics_dir), name, repo_id, Path(stage))
+        files = local_files(folder, _files_under(folder))
+        todo, skip = split_changed(repo_id, files, (remotes or {}).get(repo_id))
+        steps.append(CreateRepo(repo_id, "space", private, space_sdk="gradio"))
+        if skip:
+            steps.append(skip)
+        steps.append(
+            UploadFolder(repo_id, "space", folder, tuple(f.path_in_repo for f in todo), f"Upload metric {name}")
+        )
+    return steps
