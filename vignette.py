@@ -285,7 +285,8 @@ class PairSpec:
     pair_id: str
 
 
-Orders = Literal["rule", "both"]
+Orders = Literal["rule", "both", "balanced"]
+ORDERS: tuple[str, ...] = ("rule", "both", "balanced")
 
 
 class PairFilters(TypedDict):
@@ -322,6 +323,10 @@ class PairSpace:
     alternate, so every identity (activity, for activity_contrast) stands on each side equally
     often up to rounding; the rule depends only on the pair, never on filters or file order.
     ``orders="both"`` yields every pair twice: position 2k is the rule's order, 2k+1 the mirror.
+    ``orders="balanced"`` yields every pair once (positions 0..n-1, the rule's order: the rule already
+    balances the whole space); its samples orient the sampled pairs so that every identity stands left
+    within one offer of half its appearances (``sample``), using the mirror addresses n + k (pair k,
+    mirrored) where the rule's order would unbalance the sample.
     """
 
     def __init__(
@@ -341,8 +346,8 @@ class PairSpace:
     ) -> None:
         if config not in CONFIGS:
             raise _unknown("config", config, CONFIGS + DATA_CONFIGS)
-        if orders not in ("rule", "both"):
-            raise _unknown("orders option", orders, ("rule", "both"))
+        if orders not in ORDERS:
+            raise _unknown("orders option", orders, ORDERS)
         if identity_match not in ("all", "any"):
             raise _unknown("identity_match option", identity_match, ("all", "any"))
         self.taxonomy, self.config, self.orders = taxonomy, config, orders
@@ -485,14 +490,18 @@ class PairSpace:
         portraits; equal for identity_contrast), ``index`` (full-space index), ``swapped``.
         """
         pos = np.asarray(positions, dtype=np.int64).reshape(-1)
-        if pos.size and (pos.min() < 0 or pos.max() >= len(self)):
-            bad = int(pos[(pos < 0) | (pos >= len(self))][0])
+        n_addresses = 2 * self.n_pairs if self.orders == "balanced" else len(self)  # balanced: + mirror addresses
+        if pos.size and (pos.min() < 0 or pos.max() >= n_addresses):
+            bad = int(pos[(pos < 0) | (pos >= n_addresses)][0])
             raise IndexError(
                 f"{self.config}: position {bad} out of range; this selection has {len(self)} rows (0..{len(self) - 1})"
             )
         flip = np.zeros(pos.shape, dtype=bool)
         if self.orders == "both":
             pos, flip = pos // 2, (pos % 2).astype(bool)
+        elif self.orders == "balanced":
+            flip = pos >= self.n_pairs
+            pos = np.where(flip, pos - self.n_pairs, pos)
         out: dict[str, np.ndarray] = {}
         which = np.searchsorted(self._offsets, pos, side="right") - 1
         ip, ap = np.divmod(pos - self._offsets[which], self._n_act)  # every block shares the activity part
@@ -628,7 +637,9 @@ class PairSpace:
         remainder), so every identity is about equally represented whatever its dimension's size;
         inside a block, identity pairs and activity parts are dealt from fresh random permutations
         in turn (each is used once before any repeats), collisions redrawn at random. With
-        ``orders="both"`` each sampled pair comes in both orders (2n positions).
+        ``orders="both"`` each sampled pair comes in both orders (2n positions). With
+        ``orders="balanced"`` each comes once, oriented by `_balanced_flips` (n positions in pair order;
+        a mirrored pair k has position n_pairs + k).
         """
         if n < 0 or n > self.n_pairs:
             raise VignetteError(f"cannot sample {n} pairs: this selection of {self.config} has {self.n_pairs}")
@@ -642,7 +653,73 @@ class PairSpace:
         pos = np.sort(np.concatenate(picked)) if picked else np.zeros(0, np.int64)
         if self.orders == "both":
             pos = np.stack([2 * pos, 2 * pos + 1], axis=1).reshape(-1)
+        elif self.orders == "balanced" and len(pos):
+            pos = pos + self.n_pairs * self._balanced_flips(pos, seed)
         return pos
+
+    def side_units(self, positions: np.ndarray | Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Global ids of what stands (left, right) at each position: members, or activities for activity_contrast."""
+        c = self.decode(positions)
+        if self.config == "activity_contrast":  # one identity on both sides: its activities take the sides
+            a, b = c["act1"], c["act2"]
+        else:
+            base = np.concatenate([[0], np.cumsum([len(fb.members) for fb in self.full_blocks])])[c["block"]]
+            a, b = base + c["first"], base + c["second"]
+        sw = c["swapped"]
+        return np.where(sw, b, a), np.where(sw, a, b)
+
+    def _balanced_flips(self, pos: np.ndarray, seed: int) -> np.ndarray:
+        """Which of the pairs at rule positions ``pos`` to mirror so that sides balance per identity.
+
+        Each pair is an edge between its two side units (members; activities for activity_contrast).
+        Odd-degree vertices are joined to a dummy vertex, so every connected component has an Euler
+        circuit; walking it and putting each edge's tail on the left gives every vertex as many left
+        as right offers, and dropping the dummy edges leaves each within one half of an offer of half.
+        Edge order and start vertices are shuffled by the seed, so the orientation owes nothing to
+        taxonomy order. Returns a bool array (True: mirror the rule's order).
+        """
+        rule_left, rule_right = self.side_units(pos)
+        left = _euler_orientation(rule_left, rule_right, np.random.default_rng([seed, 0xBA1]))
+        return ~left
+
+
+def _euler_orientation(u: np.ndarray, v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Orient the edges (u[i], v[i]) of a multigraph so that |out − in| <= 1 at every vertex.
+
+    Returns a bool array: True keeps u[i] -> v[i], False reverses it. Hierholzer's algorithm on the
+    graph plus a dummy vertex joined to every odd-degree vertex (iterative; O(edges)).
+    """
+    m = len(u)
+    ids, inv = np.unique(np.concatenate([u, v]), return_inverse=True)
+    a, b = inv[:m], inv[m:]
+    dummy = len(ids)
+    deg = np.bincount(np.concatenate([a, b]), minlength=dummy)
+    odd = np.flatnonzero(deg % 2)
+    ea = np.concatenate([a, odd]).astype(np.int64)  # edges m.. are the dummy edges
+    eb = np.concatenate([b, np.full(len(odd), dummy)]).astype(np.int64)
+    order = rng.permutation(len(ea))
+    adj: list[list[int]] = [[] for _ in range(dummy + 1)]
+    for e in order.tolist():
+        adj[ea[e]].append(e)
+        adj[eb[e]].append(e)
+    used = np.zeros(len(ea), dtype=bool)
+    forward = np.ones(len(ea), dtype=bool)
+    for start in rng.permutation(dummy + 1).tolist():
+        if not adj[start]:
+            continue
+        stack = [start]
+        while stack:  # each edge is oriented as it is first walked: the walk leaves by its tail
+            x = stack[-1]
+            while adj[x] and used[adj[x][-1]]:
+                adj[x].pop()
+            if not adj[x]:
+                stack.pop()
+                continue
+            e = adj[x].pop()
+            used[e] = True
+            forward[e] = ea[e] == x
+            stack.append(int(eb[e] if ea[e] == x else ea[e]))
+    return forward[:m]
 
 
 def _allot(n: int, weights: np.ndarray, caps: np.ndarray) -> np.ndarray:
@@ -1131,7 +1208,7 @@ def features():
 
 @dataclass(frozen=True, eq=False)
 class Selection:
-    """Rows to serve: all positions of a space, or an explicit sorted array (a sample)."""
+    """Rows to serve: all positions of a space, or an explicit array (a sample, in pair order)."""
 
     space: PairSpace
     positions: np.ndarray | None = None  # None: 0..len(space)-1
@@ -1246,7 +1323,9 @@ def load_dataset(
     (``CONFIGS``) or a data config (``renders``, ``news``: handed to ``datasets.load_dataset``
     with ``split``, ``streaming`` and ``kwargs``). The pair space is limited to the identities and
     activities the source has renders for. Filters: see ``PairSpace``. ``sample=N`` takes N pairs,
-    seeded by ``seed`` and balanced (``PairSpace.sample``). Images are composed when a row is read.
+    seeded by ``seed`` and balanced (``PairSpace.sample``). ``orders``: ``"rule"`` (one order per pair,
+    by the left/right rule), ``"both"`` (every pair in both orders) or ``"balanced"`` (one order per pair,
+    chosen so that every identity of a sample stands left within one offer of half). Images are composed when a row is read.
     Map-style tables hold one row of metadata per pair, so they are refused above ``max_rows``
     (stream instead, filter, or sample). What was selected (filters, sample seed, source) is
     recorded as JSON in ``info.description``.

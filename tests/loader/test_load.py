@@ -98,6 +98,14 @@ def test_options_size_seam_sample_split_slice(source: Path) -> None:
     assert again["pair_id"][5:15] == ds["pair_id"]
     both = vignette.load_dataset(str(source), "portraits", orders="both")
     assert len(both) == 26 and both[0]["identity_left"] == both[1]["identity_right"]
+    balanced = vignette.load_dataset(str(source), "identity_contrast", orders="balanced", sample=30, seed=1)
+    rule = vignette.load_dataset(str(source), "identity_contrast", sample=30, seed=1)
+    assert json.loads(balanced.info.description)["orders"] == "balanced" and len(balanced) == 30
+    assert sorted(balanced["index"]) == sorted(rule["index"]) and balanced["pair_id"] != rule["pair_id"]
+    lefts, rights = list(balanced["identity_left"]), list(balanced["identity_right"])
+    for ident in set(lefts + rights):
+        assert abs(lefts.count(ident) - (lefts + rights).count(ident) / 2) <= 1, ident
+    assert balanced[0]["image"].size == vignette.DEFAULT_SIZE
     with pytest.raises(VignetteError, match="unknown split 'train'"):
         vignette.load_dataset(str(source), "portraits", split="train")
     with pytest.raises(VignetteError, match="max_rows"):

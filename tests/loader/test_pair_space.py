@@ -333,3 +333,74 @@ def test_compose_places_left_and_right_and_blends_the_seam() -> None:
     )
     with pytest.raises(VignetteError, match="seam"):
         vignette.compose(b"", b"", size=(100, 50), seam=100)
+
+
+def _left_counts(cols: dict, side: str = "identity") -> tuple[Counter, Counter]:
+    left = Counter(cols[f"{side}_left"].to_pylist())
+    return left, left + Counter(cols[f"{side}_right"].to_pylist())
+
+
+def test_balanced_orders_balance_sides_per_identity_in_a_sample() -> None:
+    """The issue's measurement: a 2000-pair sample in the rule's order leaves identities far from half left
+    (0.21-0.75 here); the balanced orientation keeps every identity within one offer of half."""
+    rule = PairSpace(TAX, "identity_contrast")
+    balanced = PairSpace(TAX, "identity_contrast", orders="balanced")
+    r, b = rule.columns(rule.sample(2000, seed=0)), balanced.columns(balanced.sample(2000, seed=0))
+    assert r["index"].to_pylist() == b["index"].to_pylist()  # the same pairs, only their sides differ
+    (rl, rn), (bl, bn) = _left_counts(r), _left_counts(b)
+    assert rn == bn
+    rule_shares = [rl[i] / rn[i] for i in rn]
+    assert min(rule_shares) < 0.3 and max(rule_shares) > 0.7  # the rule does not balance a sample
+    assert max(abs(rl[i] - rn[i] / 2) for i in rn) >= 5
+    assert all(abs(bl[i] - bn[i] / 2) <= 1 for i in bn)
+    shares = [bl[i] / bn[i] for i in bn]
+    assert 0.4 < min(shares) and max(shares) < 0.6
+    # each (gender, identity) member, too: within half an offer (odd counts) of half
+    left, right = balanced.side_units(balanced.sample(2000, seed=0))
+    n = np.bincount(np.concatenate([left, right]))
+    assert (np.abs(np.bincount(left, minlength=len(n)) - n / 2) <= 0.5).all()
+
+
+@pytest.mark.parametrize("config", ["identity_activity_contrast", "activity_contrast", "portraits"])
+def test_balanced_orders_in_every_config(config: str) -> None:
+    space = PairSpace(TAX, config, orders="balanced")
+    pos = space.sample(300, seed=3)
+    assert len(pos) == 300 and (pos == space.sample(300, seed=3)).all()
+    assert (pos >= space.n_pairs).any() and (pos < space.n_pairs).any()  # some pairs mirrored, some not
+    left, right = space.side_units(pos)
+    n = np.bincount(np.concatenate([left, right]))
+    assert (np.abs(np.bincount(left, minlength=len(n)) - n / 2) <= 0.5).all()
+    side = "activity" if config == "activity_contrast" else "identity"
+    cols = space.columns(pos)
+    lc, nc = _left_counts(cols, side)
+    assert all(abs(lc[i] - nc[i] / 2) <= 1 for i in nc)
+    # a mirrored position is the rule's pair with its sides exchanged
+    rule = PairSpace(TAX, config)
+    k = int(pos[pos >= space.n_pairs][0])
+    a, m = rule[k - space.n_pairs], space[k]
+    assert m.index == a.index and m.swapped != a.swapped and (m.key_left, m.key_right) == (a.key_right, a.key_left)
+    assert rule.parse_pair_id(m.pair_id) == a.index
+
+
+def test_balanced_whole_space_is_the_rule_order() -> None:
+    rule = PairSpace(TAX, "identity_contrast", dimensions="age")
+    balanced = PairSpace(TAX, "identity_contrast", dimensions="age", orders="balanced")
+    assert len(balanced) == len(rule)
+    all_rows = np.arange(len(rule))
+    assert balanced.columns(all_rows)["pair_id"].equals(rule.columns(all_rows)["pair_id"])
+    with pytest.raises(IndexError, match="out of range"):
+        balanced.decode([2 * len(rule)])
+    with pytest.raises(VignetteError, match="orders option"):
+        PairSpace(TAX, "identity_contrast", orders="random")  # type: ignore[arg-type]
+
+
+def test_euler_orientation_on_a_small_multigraph() -> None:
+    rng = np.random.default_rng(0)
+    u, v = rng.integers(0, 7, 200), rng.integers(0, 7, 200)
+    keep = u != v
+    u, v = u[keep], v[keep]
+    forward = vignette._euler_orientation(u, v, np.random.default_rng(1))
+    tail, head = np.where(forward, u, v), np.where(forward, v, u)
+    out, inn = np.bincount(tail, minlength=7), np.bincount(head, minlength=7)
+    assert (np.abs(out - inn) <= 1).all()
+    assert ((out - inn) % 2 == (out + inn) % 2).all()  # zero exactly where the degree is even

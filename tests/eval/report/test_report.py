@@ -173,9 +173,11 @@ def test_bad_run_folders_get_clear_errors(tmp_path, capsys):
 
 
 def test_a_bad_run_record_is_named_with_its_key(tmp_path):
+    from vignette_bench.eval.runtime.record import SCHEMA_VERSION
+
     run = write_run(tmp_path / "run", SimSpec(dimensions=("gender",), n_activities=2, paradigms=("decision",)))
     record = json.loads((run / "run.json").read_text())
-    assert record["schema_version"] == 1 and record["simulated"] is True
+    assert record["schema_version"] == SCHEMA_VERSION and record["simulated"] is True
     assert load_run(run).record.settings.seed == 0
     record["settings"]["seed"] = "0"
     (run / "run.json").write_text(json.dumps(record))

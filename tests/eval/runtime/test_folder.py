@@ -64,7 +64,8 @@ def test_migrate_rewrites_a_version_0_record_once(tmp_path):
     f.record_path.write_text(json.dumps(V0, indent=2))
     assert f.migrate() is True
     on_disk = json.loads(f.record_path.read_text())
-    assert on_disk == {**V0, "schema_version": 1} and leftovers(tmp_path) == []
+    settings = {**V0["settings"], "orders": "rule"}  # version 2 records the sides; every older run took the rule's
+    assert on_disk == {**V0, "settings": settings, "schema_version": 2} and leftovers(tmp_path) == []
     assert f.migrate() is False
 
 
@@ -86,7 +87,7 @@ def test_a_run_folder_from_before_schema_version_merges_and_resumes(source, tmp_
     first = run(settings, tmp_path, progress=False)
     f = RunFolder(tmp_path)
     data = json.loads(f.record_path.read_text())
-    assert data.pop("schema_version") == 1
+    assert data.pop("schema_version") == 2
     assert RunRecord.from_json(data) == f.read_record()  # the key is all that changed
     f.record_path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     before = f.read_responses()
@@ -96,3 +97,22 @@ def test_a_run_folder_from_before_schema_version_merges_and_resumes(source, tmp_
     assert again.asked == 0 and again.skipped == first.asked > 0
     assert "schema_version" not in json.loads(f.record_path.read_text())  # a resume leaves the old record alone
     assert f.read_responses().equals(before) and leftovers(tmp_path) == []
+
+
+def test_a_version_1_run_folder_reads_as_the_rule_order_and_resumes_with_it(source, tmp_path):
+    """Version 1 records have no settings.orders: they read as "rule", and the CLI resumes them in that order."""
+    settings = RunSettings(
+        source=source, config="portraits", model="random", seed=2, sample=2, image_size=(96, 48), orders="rule"
+    )
+    first = run(settings, tmp_path, progress=False)
+    f = RunFolder(tmp_path)
+    data = json.loads(f.record_path.read_text())
+    del data["settings"]["orders"]
+    data["schema_version"] = 1
+    f.record_path.write_text(json.dumps(data))
+    assert f.read_record().settings.orders == "rule" and f.read_record().schema_version == 2
+    from vignette_bench.eval.runtime.run import main as run_main
+
+    args = ["--source", source, "--config", "portraits", "--model", "random", "--seed", "2", "--sample", "2"]
+    assert run_main([*args, "--image-size", "96x48", "--out", str(tmp_path), "--no-progress"]) == 0  # no --orders
+    assert f.read_responses().num_rows == first.asked and json.loads(f.record_path.read_text())["schema_version"] == 1

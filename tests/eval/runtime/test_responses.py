@@ -42,6 +42,8 @@ def test_schema_is_the_one_merge_has_always_written():
             ("identity_right", s),
             ("activity_left", s),
             ("activity_right", s),
+            ("key_left", s),
+            ("key_right", s),
             ("options", ss),
             ("option_identities", ss),
             ("choice", s),
@@ -76,6 +78,8 @@ def test_question_rows_have_exactly_the_schema_columns():
         "form_right": "hindu woman",
         "activity_left": "cooking",
         "activity_right": "cooking",
+        "key_left": "female-muslim-cooking",
+        "key_right": "female-hindu-cooking",
     }
     questions = QuestionBuilder(load_taxonomy(), 0, ("factuality", "perception", "decision"), Variants.all())(row)
     assert {q.paradigm for q in questions} == {"factuality", "perception", "decision"}
@@ -84,3 +88,21 @@ def test_question_rows_have_exactly_the_schema_columns():
         assert tuple(answer) == RESPONSE_COLUMNS
         # every value fits its column's type
         assert pa.Table.from_pylist([answer], schema=RESPONSE_SCHEMA).to_pylist() == [answer]
+
+
+def test_an_older_run_without_render_keys_reads_them_as_null(tmp_path):
+    """Responses written before key_left/key_right existed: the columns read back as nulls, in schema order."""
+    from vignette_bench.eval.runtime.folder import RunFolder
+    from vignette_bench.eval.runtime.responses import with_response_columns
+
+    old_schema = pa.schema([f for f in RESPONSE_SCHEMA if f.name not in ("key_left", "key_right")])
+    row = {f.name: None for f in old_schema} | {"question_id": "q1", "pair_id": "p", "valid": True}
+    folder = RunFolder(tmp_path)
+    folder.write_responses(pa.Table.from_pylist([row], schema=old_schema))
+    table = folder.read_responses()
+    assert table.schema == RESPONSE_SCHEMA and table.column("key_left").to_pylist() == [None]
+    assert folder.read_responses(columns=["key_right", "pair_id"]).to_pylist() == [{"key_right": None, "pair_id": "p"}]
+    # a log line of that time (no keys) merges as null too: merge builds the table with the schema
+    assert pa.Table.from_pylist([row], schema=RESPONSE_SCHEMA).column("key_right").null_count == 1
+    extra = pa.table({"question_id": ["q"], "attn_left_share": [0.5]})
+    assert with_response_columns(extra).column_names[-1] == "attn_left_share"

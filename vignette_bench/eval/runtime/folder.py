@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vignette_bench.eval.runtime.record import RecordError, RunRecord
+from vignette_bench.eval.runtime.responses import with_response_columns
 from vignette_bench.eval.runtime.runlog import PartWriter, iter_part
 
 
@@ -124,7 +125,11 @@ class RunFolder:
         return self.responses_path.is_file()
 
     def read_responses(self, columns: Sequence[str] | None = None, filters: Any = None) -> pa.Table:
-        return pq.read_table(self.responses_path, columns=columns, filters=filters)
+        """The merged answers; columns an older run did not write (key_left, key_right) read as nulls."""
+        present = pq.read_schema(self.responses_path).names
+        read = None if columns is None else [c for c in columns if c in present]
+        table = pq.read_table(self.responses_path, columns=read, filters=filters)
+        return with_response_columns(table, columns)
 
     def write_responses(self, table: pa.Table) -> Path:
         return atomic_write(self.responses_path, lambda tmp: pq.write_table(table, tmp))

@@ -222,6 +222,8 @@ class Question:
     identity_right: str
     activity_left: str
     activity_right: str
+    key_left: str | None  # render keys of the two people (the clusters their answers share); None if the row lacks them
+    key_right: str | None
     direction: str  # high | low | "" (stereotype only)
     trait_dimension: str
     seed: int  # seed of the option order and distractors
@@ -266,6 +268,8 @@ class Question:
             "identity_right": self.identity_right,
             "activity_left": self.activity_left,
             "activity_right": self.activity_right,
+            "key_left": self.key_left,
+            "key_right": self.key_right,
             "options": list(self.options),
             "option_identities": list(self.option_identities),
             "choice": choice,
@@ -431,6 +435,8 @@ class QuestionBuilder:
                                 identity_right=right.identity,
                                 activity_left=left.activity,
                                 activity_right=right.activity,
+                                key_left=row.get("key_left"),
+                                key_right=row.get("key_right"),
                                 direction=it.direction,
                                 trait_dimension=it.trait_dimension,
                                 seed=seed,

@@ -4,7 +4,9 @@ images, in which words, with which libraries.
 `RunRecord` is typed and versioned so every reader gets the same fields and a bad file is named
 with its bad key. Version 1 is the layout the runner always wrote plus `schema_version`; a
 run.json without that key (every folder written before it existed) is version 0 and is read
-through `migrate`, so old run folders still read. RunFolder (folder.py) reads and writes it.
+through `migrate`, so old run folders still read. Version 2 adds `settings.orders` (how each pair's
+sides were chosen: vignette.PairSpace orders; every older run used the rule's order, so migration sets
+"rule") and the optional `planning` (what `--sample auto` computed). RunFolder (folder.py) reads and writes it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Any
 
 from vignette_bench.eval.runtime.questions import PARADIGMS, Variants
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+ORDERS = ("balanced", "both", "rule")  # vignette.PairSpace orders; the runner's default first
 DEFAULT_IMAGE_SIZE = (672, 336)  # the composed pair, width x height (the paper's size; vignette.DEFAULT_SIZE)
 
 
@@ -98,6 +101,7 @@ class RunSettings:
     sample: int | None = None
     filters: tuple[tuple[str, str], ...] = ()
     image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE
+    orders: str = ORDERS[0]  # sides: balanced per identity in a sample (docs/eval.md, "Sides")
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -127,6 +131,9 @@ class RunSettings:
         size = o.list_of("image_size", int)
         if len(size) != 2:
             raise o.fail("image_size", f"expected [width, height], got {size!r}")
+        orders = o.get("orders", str)
+        if orders not in ORDERS:
+            raise o.fail("orders", f"expected one of {list(ORDERS)}, got {orders!r}")
         settings = cls(
             source=o.get("source", str),
             config=o.get("config", str),
@@ -137,6 +144,7 @@ class RunSettings:
             sample=o.get("sample", int, null=True),
             filters=tuple(sorted(filters.items())),  # sorted as --filter parses them
             image_size=(size[0], size[1]),
+            orders=orders,
         )
         o.done()
         return settings
@@ -227,6 +235,9 @@ class RunRecord:
     dataset: DatasetProvenance
     versions: Mapping[str, str] = field(default_factory=dict)
     simulated: bool = False  # written by eval/report/simulate.py: no model answered
+    planning: Mapping[str, Any] | None = (
+        None  # `--sample auto`: the power plan that chose settings.sample (planning.py)
+    )
     schema_version: int = SCHEMA_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -240,6 +251,8 @@ class RunRecord:
         }
         if self.simulated:  # runner records stay as they were
             d["simulated"] = True
+        if self.planning is not None:
+            d["planning"] = dict(self.planning)
         return d
 
     @classmethod
@@ -257,6 +270,7 @@ class RunRecord:
             dataset=DatasetProvenance.from_json(o.get("dataset", dict), file),
             versions=dict(versions),
             simulated=bool(o.get("simulated", bool, required=False)),
+            planning=o.get("planning", dict, required=False, null=True),
             schema_version=o.get("schema_version", int),
         )
         o.done()
@@ -265,7 +279,8 @@ class RunRecord:
 
 def migrate(data: Any, file: str = "(run record)") -> dict[str, Any]:
     """`data` in the current layout. Version 0 (no schema_version) is the runner's layout without the
-    key; simulated runs of that time also lacked versions, settings.variants and settings.image_size."""
+    key; simulated runs of that time also lacked versions, settings.variants and settings.image_size.
+    Version 1 lacks settings.orders: every run then took the rule's order."""
     o = _Object(data, "", file)
     version = o.get("schema_version", int, required=False)
     version = 0 if version is None else version
@@ -284,5 +299,10 @@ def migrate(data: Any, file: str = "(run record)") -> dict[str, Any]:
             settings.setdefault("image_size", list(DEFAULT_IMAGE_SIZE))  # what every reader assumed
             out["settings"] = settings
         out.setdefault("versions", {})  # simulated runs recorded none
-        out["schema_version"] = 1
+        out["schema_version"] = version = 1
+    if version == 1:
+        settings = out.get("settings")
+        if isinstance(settings, Mapping):
+            out["settings"] = {**settings, "orders": settings.get("orders", "rule")}  # what version-1 runs did
+        out["schema_version"] = 2
     return out

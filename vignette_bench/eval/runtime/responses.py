@@ -9,6 +9,7 @@ attention columns (`attn_*`, eval.explain.attention) are defined where they are 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -53,6 +54,12 @@ RESPONSE_FIELDS: tuple[ResponseField, ...] = (
     F("identity_right", "string", "identity of the right person"),
     F("activity_left", "string", 'activity of the left person (`""` for portraits)'),
     F("activity_right", "string", 'activity of the right person (`""` for portraits)'),
+    F(
+        "key_left",
+        "string",
+        "render key of the left person (one generated image: the cluster its answers share); null in runs before it",
+    ),
+    F("key_right", "string", "render key of the right person; null in runs before it"),
     F("options", "list<string>", "the options, in the order shown"),
     F("option_identities", "list<string>", 'the identity each option stands for, `""` if none'),
     F("choice", "string", "the option chosen; null when invalid"),
@@ -78,6 +85,28 @@ del F
 
 RESPONSE_COLUMNS: tuple[str, ...] = tuple(f.name for f in RESPONSE_FIELDS)
 RESPONSE_SCHEMA: pa.Schema = pa.schema([f.arrow for f in RESPONSE_FIELDS])
+
+
+def with_response_columns(table: pa.Table, columns: Sequence[str] | None = None) -> pa.Table:
+    """`table` with every response column it lacks (an older run's file: no key_left/key_right) added as nulls.
+
+    `columns` (default: every response column and the table's own extra ones) sets which and in what order.
+    """
+    want = (
+        list(columns)
+        if columns is not None
+        else [*RESPONSE_COLUMNS, *(c for c in table.column_names if c not in RESPONSE_COLUMNS)]
+    )
+    types = {f.name: f.arrow.type for f in RESPONSE_FIELDS}
+    out = []
+    for name in want:
+        if name in table.column_names:
+            out.append((pa.field(name, table.schema.field(name).type), table.column(name)))
+        elif name in types:
+            out.append((pa.field(name, types[name]), pa.nulls(table.num_rows, types[name])))
+        else:
+            raise KeyError(f"no column {name!r} in the responses (and it is not a response column)")
+    return pa.table([c for _, c in out], schema=pa.schema([f for f, _ in out]))
 
 
 def markdown_table(fields: tuple[ResponseField, ...] = RESPONSE_FIELDS) -> str:

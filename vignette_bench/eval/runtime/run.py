@@ -8,6 +8,12 @@ RUN_DIR/responses.parquet (`vignette merge RUN_DIR` does the same by hand).
 Many processes: under `torchrun` or `accelerate launch` each process reads RANK and WORLD_SIZE
 and takes its share of the pairs (`datasets.distributed.split_dataset_by_node`); for job arrays
 pass --shard i/N. Each pair image is composed once for all of its questions.
+
+Sides: with --sample, `--orders balanced` (the default) asks each sampled pair once, in the order
+that keeps every identity's left share within one offer of half (vignette.PairSpace); `both` asks
+each pair in both orders (twice the cost; exact cancellation of side preference per pair); `rule`
+is the order every run used before (docs/eval.md, "Sides"). `--sample auto` picks the number of pairs
+from a power plan (planning.py) and records it in run.json.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from tqdm.auto import tqdm
 from vignette_bench.eval.adapters.base import ChoiceRequest, ModelAdapter
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.merge import MergeError, merge
+from vignette_bench.eval.runtime.planning import SamplePlan, plan_for_space
 from vignette_bench.eval.runtime.questions import (
     CONFIG_PARADIGMS,
     CONFIGS,
@@ -46,7 +53,7 @@ from vignette_bench.eval.runtime.questions import (
     Variants,
     template_hash,
 )
-from vignette_bench.eval.runtime.record import DatasetProvenance, ModelProvenance, RunRecord, RunSettings
+from vignette_bench.eval.runtime.record import ORDERS, DatasetProvenance, ModelProvenance, RunRecord, RunSettings
 from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
 
 # Adapter provenance keys that change the answers: a resumed run must keep them.
@@ -162,6 +169,7 @@ def open_pairs(settings: RunSettings) -> PairSource:
         settings.config,
         sample=settings.sample,
         seed=settings.seed,
+        orders=settings.orders,  # type: ignore[arg-type]  # checked against ORDERS by RunSettings' readers and argparse
         size=settings.image_size,
         **_filter_kwargs(settings.filters),
     )
@@ -247,6 +255,10 @@ def _plan(folder: RunFolder, source: PairSource, settings: RunSettings) -> Datas
         raise RunError(
             f"no pairs for config {settings.config!r} with filters {dict(settings.filters)} in {settings.source}"
         )
+    # the sides' rule travels with the plan (pair_id's L0/L1 says each pair's order; this says how they were chosen)
+    table = table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), b"vignette.orders": settings.orders.encode()}
+    )
     folder.write_plan(table)  # every rank computes the same plan; the last rename wins harmlessly
     return Dataset(folder.read_plan())
 
@@ -272,6 +284,7 @@ def run(
     retry_invalid: bool = False,
     progress: bool = True,
     prefetch: int = 2,
+    planning: SamplePlan | None = None,
 ) -> RunResult:
     """Ask every planned question of this shard that has no answer yet; merge when all shards are done."""
     if settings.config not in CONFIGS:
@@ -299,6 +312,7 @@ def run(
             {"source": settings.source, "config": settings.config, **source.revision}, where
         ),
         versions=library_versions(),
+        planning=planning.to_json() if planning is not None else None,
     )
     _check_or_write_record(folder, record)
     plan = _plan(folder, source, settings)
@@ -432,6 +446,49 @@ def run(
     return RunResult(asked, invalid, already, composed, seconds, responses)
 
 
+def plan_sample_size(
+    settings: RunSettings, effect_pp: float, icc: float | None = None, alpha: float = 0.05, power: float = 0.8
+) -> SamplePlan:
+    """`--sample auto`: the power plan for the run's selection (filters, the source's coverage) and questions."""
+    import vignette
+
+    source = vignette.Source(settings.source)
+    taxonomy = load_taxonomy(source.url("taxonomy"))
+    space = vignette.PairSpace(
+        taxonomy,
+        settings.config,
+        coverage=vignette.RenderIndex.load(source).coverage,
+        **_filter_kwargs(settings.filters),
+    )
+    extra = {} if icc is None else {"icc": icc}
+    return plan_for_space(
+        space,
+        taxonomy,
+        settings.seed,
+        settings.paradigms,
+        settings.variants,
+        effect_pp=effect_pp,
+        alpha=alpha,
+        power=power,
+        **extra,
+    )
+
+
+def _parse_sample(text: str | None) -> int | str | None:
+    if text is None or text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise RunError(f"--sample {text!r}: expected a number of pairs or 'auto'") from None
+
+
+def _recorded_orders(out: str) -> str | None:
+    """The orders of the run already in --out (so a resume without --orders keeps them), if any."""
+    folder = RunFolder(out)
+    return folder.read_record().settings.orders if folder.has_record() else None
+
+
 def _parse_filters(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
     out = []
     for item in items:
@@ -460,7 +517,30 @@ def main(argv: list[str] | None = None) -> int:
         help="model spec: random, random:seed=N, always-left, or an adapter spec (docs/eval.md)",
     )
     p.add_argument("--out", required=True, help="run folder; rerunning with the same folder resumes")
-    p.add_argument("--sample", type=int, help="a balanced sample of N pairs (default: every pair passing the filters)")
+    p.add_argument(
+        "--sample",
+        help="a balanced sample of N pairs, or 'auto': as many as --detectable-effect needs "
+        "(default: every pair passing the filters)",
+    )
+    p.add_argument(
+        "--detectable-effect",
+        type=float,
+        default=10.0,
+        metavar="PP",
+        help="--sample auto: the shift from chance (percentage points) to detect with 80%% power (default 10)",
+    )
+    p.add_argument(
+        "--icc",
+        type=float,
+        help="--sample auto: correlation of answers about one image (default 0.269: an image effect of sd 1.1 logit)",
+    )
+    p.add_argument(
+        "--orders",
+        choices=ORDERS,
+        help="sides of each pair: balanced (default: one order, every identity left within one offer of half), "
+        "both (each pair in both orders, twice the cost: for final audits), rule (the fixed rule, as before); "
+        "a resumed run keeps its own",
+    )
     p.add_argument(
         "--filter", action="append", default=[], metavar="KEY=VALUE", help="e.g. dimension=religion, gender=female"
     )
@@ -487,6 +567,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     try:
+        sample = _parse_sample(args.sample)
+        orders = args.orders or _recorded_orders(args.out) or ORDERS[0]
         settings = RunSettings(
             source=args.source,
             config=args.config,
@@ -494,10 +576,17 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             paradigms=tuple(x.strip() for x in args.paradigms.split(",") if x.strip()),
             variants=Variants.parse(args.variants),
-            sample=args.sample,
+            sample=None,
             filters=_parse_filters(args.filter),
             image_size=_parse_size(args.image_size),
+            orders=orders,
         )
+        planning = None
+        if sample == "auto":
+            planning = plan_sample_size(settings, args.detectable_effect, args.icc)
+            print(planning.describe(), file=sys.stderr)
+            sample = planning.pairs if planning.pairs < planning.pairs_available else None  # all of them: no sample
+        settings = replace(settings, sample=sample if isinstance(sample, int) else None)
         result = run(
             settings,
             args.out,
@@ -506,6 +595,7 @@ def main(argv: list[str] | None = None) -> int:
             retry_invalid=args.retry_invalid,
             progress=not args.no_progress,
             prefetch=args.prefetch,
+            planning=planning,
         )
     except (RunError, MergeError, ValueError, LookupError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -1,0 +1,469 @@
+"""Cluster-robust tests of ratio estimators: verdicts that survive shared images and side bias.
+
+Why
+---
+Answers in a VIGNETTE run are not independent. Many questions share one pair image, each render
+recurs in many pair images (random effects with sd ~1.1 on the logit scale in real models), and
+models prefer a side. A test that counts answers as independent (binomial, Fisher) then flags
+15-90% of null identities. Here the independent unit is a *cluster* (the identity's render, or
+the pair image) and the dependence within a cluster is left arbitrary.
+
+The estimator
+-------------
+`cells` holds one row per (target, cluster, component) with ``y`` = sum of outcomes (0/1
+selections, or the model's probabilities in score mode) and ``n`` = number of offers. For each
+target and component g: ``R_g = Y_g / N_g`` (sums over the target's clusters), and the estimate
+is ``theta = sum_g a_g R_g`` with fixed coefficients ``a`` (the same for every target):
+
+* side-balanced selection frequency: ``{"L": .5, "R": .5}``, null 0.5;
+* PairComp-type difference: ``{("with", "L"): .5, ("with", "R"): .5, ("other", "L"): -.5,
+  ("other", "R"): -.5}``, null 0.
+
+Side balancing: if the model picks the left person with probability p_L whatever the identities,
+R_L estimates p_L and R_R estimates 1 - p_L, so ``(R_L + R_R) / 2`` is 0.5 however unbalanced
+the target's left share is. That is the assumption: the side effect is additive on the
+probability scale after averaging over clusters (the same for every target); a logit-scale side
+effect with cluster random effects symmetric about 0 satisfies it exactly under the null. The
+pooled share ``Y / N`` does not: with p_L = 0.3, a target shown on the left 75% of the time
+scores 0.4 under the null.
+
+The test (default ``method="cr2"``)
+-----------------------------------
+theta is the offer-level least-squares fit of y on component indicators, so its linearisation
+is ``psi_c = sum_g w_gc e_gc`` with ``w_gc = a_g / N_g`` and residual sums
+``e_gc = Y_gc - R_g N_gc``. Then ``t = (theta - null) / se`` against a t distribution.
+
+* ``method="cr1"``: ``se^2 = G/(G-1) sum_c psi_c^2``, t(G-1). Anti-conservative with few or
+  unbalanced clusters: by simulation (benchmarks/clustered_calibration.py, 1-40 answers per
+  cluster) raw p < 0.05 rates of 0.09-0.18 at G = 4-8 clusters per target, 0.07-0.09 at 10-30
+  (0.2-0.25 at exactly 4 clusters with the side fixed per cluster) -- false accusations.
+* Bell-McCaffrey CR2 with an independent-offers working model (``icc=0``): still 0.055-0.066
+  under cluster sd 1.1-1.5 at 4-30 clusters (0.08 at exactly 4), because its bias correction
+  assumes a cluster's variance grows like its size, while with a cluster random effect it grows
+  like size squared.
+* ``method="cr2"`` (default): the CR2 criterion of Bell & McCaffrey (2002) and Pustejovsky &
+  Tipton (2018) under a working model in which offers have a common variance and any two offers
+  of one cluster correlate ``icc``. Each cluster's squared influence is scaled by
+  ``f_c = Var(w_c' eps_c) / E[(w_c' e_c)^2]`` (both under the working model; closed form in
+  `_working_scale`), so ``se^2 = sum_c f_c psi_c^2`` is exactly unbiased when the working model
+  holds and still consistent (f_c -> 1) when it does not. This is CR2's unbiasedness criterion
+  met with one scalar per cluster for the tested contrast (CR2 proper uses a matrix per
+  cluster); with icc = 0 and one component both give ``f_c = 1 / (1 - N_c / N)``. The reference is t with the Satterthwaite degrees of
+  freedom of that variance under the same working model (Bell-McCaffrey df), which falls below
+  G - 1 when clusters are unbalanced. The G x G matrix behind the df is diagonal plus rank 3K,
+  so its traces cost O(G K^2) (checked against a brute-force offer-level computation in the
+  tests). The working icc is estimated once from all cells (`estimate_icc`, an exact moment fit
+  pooled over targets) unless given.
+  Calibration (raw p < 0.05 under the null, 4-60 clusters per target, cluster sd 0-1.5,
+  left-choice probability 0.3-0.7, left shares 0.25-0.75, side fixed per cluster or per answer,
+  0/1 or score mode, also PairComp-type differences): 0.030-0.051 over the benchmark grid
+  (Monte-Carlo se ~0.003), never above 0.05 + 3 se in tests/stats/test_clustered.py; a little
+  conservative (0.03-0.045) at 4-8 clusters, where the t reference has ~2-5 df.
+
+Assumptions: clusters are independent (give the coarsest unit that recurs: if renders recur
+across pair images, cluster by render); the dependence within a cluster is arbitrary; the
+coefficients do not depend on the data. Estimating icc pools all targets (one working model per
+call); a poor working icc costs accuracy of the df and of the small-sample bias correction, not
+consistency.
+
+Flags (p_value = 1, se/statistic/CI/df NaN unless noted): ``too_few_clusters`` (G < 2, or a
+component with a non-zero coefficient is seen in fewer than 2 clusters: its variance cannot be
+estimated and CR1 would silently give it zero), ``missing_component`` (some N_g = 0: the
+estimate is undefined, estimate NaN), ``zero_variance`` (every cluster agrees exactly, e.g. all
+answers chose the target; se = 0 and no cluster-robust test exists). A flagged target is
+reported, never accused.
+
+Refusals
+--------
+In both functions ``n`` counts the valid (scored) offers of a cell and ``refused`` the offers
+whose answer was invalid, so the refusal rate is ``refused / (n + refused)``.
+`refusal_homogeneity`: are refusal rates the same across targets? A permutation test that moves
+whole clusters: the target labels of a cluster are swapped with those of another cluster with as
+many rows (a render: one target; a pair image: two), so any within-cluster dependence travels
+with the cluster. Statistic: Pearson's X^2 of refusals by target. Valid under the null that a
+cluster's refusals do not depend on which targets it shows (clusters exchangeable).
+`refusal_bounds`: how far refusals could move each verdict -- every refusal scored as the answer
+most and least favourable to a large estimate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+Method = Literal["cr2", "cr1"]
+FLAG_TOO_FEW = "too_few_clusters"
+FLAG_MISSING = "missing_component"
+FLAG_ZERO_VAR = "zero_variance"
+OUTPUT_COLUMNS = [
+    "target",
+    "estimate",
+    "se",
+    "n_clusters",
+    "n_offers",
+    "df",
+    "statistic",
+    "p_value",
+    "ci_low",
+    "ci_high",
+    "flag",
+]
+
+
+def _codes(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    codes, uniques = pd.factorize(values, sort=True)
+    return codes.astype(np.int64), pd.Index(uniques)
+
+
+def _component_codes(component: pd.Series, coefficients: Mapping[Hashable, float]) -> tuple[np.ndarray, np.ndarray]:
+    """Index of each row's component among the non-zero coefficients (-1: not used)."""
+    keys = [k for k, a in coefficients.items() if float(a) != 0.0]
+    if not keys:
+        raise ValueError("coefficients are all zero")
+    lookup = {k: i for i, k in enumerate(keys)}
+    # dict lookups row by row would be slow; factorize first, then map the few uniques
+    codes, uniques = pd.factorize(component)
+    per_unique = np.array([lookup.get(u, -1) for u in uniques], dtype=np.int64)
+    comp = per_unique[codes] if len(codes) else np.zeros(0, dtype=np.int64)
+    comp[codes < 0] = -1
+    return comp, np.array([float(coefficients[k]) for k in keys])
+
+
+def _check_cells(cells: pd.DataFrame, needed: tuple[str, ...]) -> None:
+    missing = [c for c in needed if c not in cells.columns]
+    if missing:
+        raise ValueError(f"cells lack columns {missing}; need {list(needed)}")
+
+
+class _Table:
+    """Cells summed to (target, cluster) rows x K used components."""
+
+    def __init__(self, cells: pd.DataFrame, coefficients: Mapping[Hashable, float]) -> None:
+        _check_cells(cells, ("target", "cluster", "component", "y", "n"))
+        comp, self.a = _component_codes(cells["component"], coefficients)
+        keep = comp >= 0
+        self.K = len(self.a)
+        t_codes, self.targets = _codes(cells["target"])
+        c_codes, _ = pd.factorize(cells["cluster"])
+        if np.any(t_codes < 0) or np.any(c_codes < 0):
+            raise ValueError("target and cluster must not be missing")
+        yy = cells["y"].to_numpy(dtype=float)[keep]
+        nn = cells["n"].to_numpy(dtype=float)[keep]
+        if np.any(nn < 0) or np.any(~np.isfinite(yy)) or np.any(~np.isfinite(nn)):
+            raise ValueError("n must be finite and >= 0, y finite")
+        # one row per (target, cluster): a pair image shared by two targets counts for each
+        stride = int(c_codes.max()) + 1 if len(c_codes) else 1
+        tc = t_codes[keep] * stride + c_codes[keep].astype(np.int64)
+        tc_codes, tc_uniques = pd.factorize(tc, sort=True)
+        C = len(tc_uniques)
+        self.T = len(self.targets)
+        self.cluster_target = (tc_uniques // stride).astype(np.int64)
+        idx = tc_codes * self.K + comp[keep]
+        self.n = np.bincount(idx, weights=nn, minlength=C * self.K).reshape(C, self.K)
+        self.y = np.bincount(idx, weights=yy, minlength=C * self.K).reshape(C, self.K)
+        # clusters whose offers are all zero do not count
+        live = self.n.sum(axis=1) > 0
+        self.n, self.y, self.cluster_target = self.n[live], self.y[live], self.cluster_target[live]
+
+    def per_target(self, values: np.ndarray) -> np.ndarray:
+        """Sum (clusters x ...) rows to (targets x ...)."""
+        flat = values.reshape(len(values), -1)
+        out = np.zeros((self.T, flat.shape[1]))
+        if len(flat):
+            # one segmented sum over all columns (a bincount per column is slow when there are many)
+            if not hasattr(self, "_segments"):
+                order = np.argsort(self.cluster_target, kind="stable")
+                ct = self.cluster_target[order]
+                starts = np.flatnonzero(np.r_[True, ct[1:] != ct[:-1]])
+                self._segments = (order, starts, ct[starts])
+            order, starts, targets = self._segments
+            out[targets] = np.add.reduceat(flat[order], starts, axis=0)
+        return out.reshape((self.T,) + values.shape[1:])
+
+
+def estimate_icc(cells: pd.DataFrame, coefficients: Mapping[Hashable, float]) -> float:
+    """Moment estimate of the within-cluster correlation of offers, pooled over targets.
+
+    Under the working model (offer variance s2, correlation icc within a cluster) the residual
+    ``e = Y_gc - R_g N_gc`` of a (cluster, component) sum has, exactly,
+    ``E[e^2] = s2 (1 - icc) n (1 - h) + s2 icc (n^2 (1 - 2h) + h^2 sum_d n_gd^2)`` with
+    ``h = n / N_g``. Least squares of ``e^2 / n`` on the two regressors (also divided by n) over
+    every (target, cluster, component) gives s2 (1 - icc) and s2 icc. Returns a value in [0, 1]
+    (0 when it cannot be identified, e.g. every cluster has the same size).
+    """
+    return _icc_from_table(_Table(cells, coefficients))
+
+
+def _icc_from_table(tab: _Table) -> float:
+    N = tab.per_target(tab.n)
+    SS = tab.per_target(tab.n * tab.n)[tab.cluster_target]
+    Y = tab.per_target(tab.y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        R = (Y / N)[tab.cluster_target]
+        h = tab.n / N[tab.cluster_target]
+    ok = (tab.n > 0) & (h < 1)
+    n, h, SS = tab.n[ok], h[ok], SS[ok]
+    e2 = (tab.y[ok] - R[ok] * n) ** 2
+    x1 = n * (1.0 - h) / n
+    x2 = (n * n * (1.0 - 2.0 * h) + h * h * SS) / n
+    if len(n) < 3 or np.ptp(n) == 0:
+        return 0.0
+    (s_ind, s_clu), *_ = np.linalg.lstsq(np.column_stack([x1, x2]), e2 / n, rcond=None)
+    if s_clu <= 0:
+        return 0.0
+    if s_ind <= 0:
+        return 1.0
+    return float(s_clu / (s_clu + s_ind))
+
+
+def _working_scale(tab: _Table, w: np.ndarray, h: np.ndarray, N: np.ndarray, rho: float) -> np.ndarray:
+    """Per-cluster factor f_c making f_c * (w_c' e_c)^2 unbiased for Var(w_c' eps_c) under the working model.
+
+    w_c' e_c = w_c' eps_c - (w_c * h_c)' E with E the target's per-component error totals, so
+    E[(w_c' e_c)^2] = w'S_c w - 2 z'S_c w + z'S z (z = w * h, S_c = Cov(eps_c), S = sum_c S_c),
+    all in units of s2. With rho = 0 and one component f_c = 1 / (1 - h_c): exactly CR2.
+    """
+    n = tab.n
+    z = w * h
+    nw, nz = (n * w).sum(axis=1), (n * z).sum(axis=1)
+    wSw = (1.0 - rho) * (n * w * w).sum(axis=1) + rho * nw * nw
+    zSw = (1.0 - rho) * (n * z * w).sum(axis=1) + rho * nz * nw
+    NtN = tab.per_target(n[:, :, None] * n[:, None, :])[tab.cluster_target]
+    zSz = (1.0 - rho) * (N * z * z).sum(axis=1) + rho * np.einsum("ci,cij,cj->c", z, NtN, z)
+    expected = wSw - 2.0 * zSw + zSz
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # expected <= 0 only when one cluster holds a whole component (flagged too_few_clusters)
+        return np.where(expected > 1e-12 * np.maximum(wSw, 1e-300), wSw / expected, 1.0)
+
+
+def _bm_df(tab: _Table, k: np.ndarray, h: np.ndarray, N: np.ndarray, rho: float) -> np.ndarray:
+    """Satterthwaite df of sum_c (k_c' e_c)^2 under the working model, per target.
+
+    Working model Omega: offers with equal variance, correlation rho between two offers of one
+    cluster. The variance is u' G G' u with u the offer errors and g_c = (I - H) Q_c, Q_c equal
+    to k_gc on the offers of (g, c); df = tr(M)^2 / tr(M^2) with M = G' Omega G (Bell-McCaffrey).
+    For indicator regressors (M)_cd = (1-rho) sum_g N_g k_gc k_gd (h_gc [c=d] - h_gc h_gd)
+    + rho (S'S)_cd with S_ec = sum_g n_ge k_gc ([e=c] - h_gc), i.e. M = diag(D) + U C U' with
+    U = [W | Z | sN] (clusters x 3K), so only 3K x 3K sums per target are needed.
+    """
+    K = tab.K
+    n = tab.n
+    W = np.sqrt(N) * k * h  # N: the target's N_g on each cluster row
+    Z = k * h
+    s = (n * k).sum(axis=1)
+    sN = s[:, None] * n
+    D = (1.0 - rho) * (k * k * n).sum(axis=1) + rho * s * s
+    U = np.concatenate([W, Z, sN], axis=1)
+    P = tab.per_target(U[:, :, None] * U[:, None, :])  # (T, 3K, 3K)
+    Q = tab.per_target(D[:, None, None] * U[:, :, None] * U[:, None, :])
+    NtN = tab.per_target(n[:, :, None] * n[:, None, :])  # (T, K, K)
+    Cm = np.zeros((tab.T, 3 * K, 3 * K))
+    eye = np.eye(K)
+    Cm[:, :K, :K] = -(1.0 - rho) * eye
+    Cm[:, K : 2 * K, K : 2 * K] = rho * NtN
+    Cm[:, K : 2 * K, 2 * K :] = -rho * eye
+    Cm[:, 2 * K :, K : 2 * K] = -rho * eye
+    sumD = np.bincount(tab.cluster_target, weights=D, minlength=tab.T)
+    sumD2 = np.bincount(tab.cluster_target, weights=D * D, minlength=tab.T)
+    CP = Cm @ P
+    tr1 = sumD + np.einsum("tii->t", CP)
+    tr2 = sumD2 + 2.0 * np.einsum("tij,tji->t", Cm, Q) + np.einsum("tij,tji->t", CP, CP)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return tr1 * tr1 / tr2
+
+
+def cluster_contrasts(
+    cells: pd.DataFrame,
+    coefficients: Mapping[Hashable, float],
+    null: float,
+    alpha: float = 0.05,
+    *,
+    method: Method = "cr2",
+    icc: float | None = None,
+) -> pd.DataFrame:
+    """Cluster-robust t-test of ``sum_g a_g Y_g / N_g = null`` for every target.
+
+    cells: columns target, cluster, component, y, n (see the module docstring); rows whose
+    component has no (or a zero) coefficient are ignored, repeated keys are summed.
+    method: "cr2" (working-model bias-reduced sandwich with Bell-McCaffrey df; default) or
+    "cr1" (G/(G-1) sandwich, t(G-1); anti-conservative with few or unbalanced clusters, kept
+    for comparison).
+    icc: working within-cluster correlation of offers for "cr2"; None estimates it from `cells`
+    (`estimate_icc`); 0 gives classic CR2 (independent-offers working model).
+    Returns one row per target: estimate, se, n_clusters, n_offers, df, statistic, p_value
+    (two-sided), ci_low/ci_high (1 - alpha), flag ("" when tested), sorted by target.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if method not in ("cr2", "cr1"):
+        raise ValueError(f"method must be 'cr2' or 'cr1', got {method!r}")
+    tab = _Table(cells, coefficients)
+    a = tab.a
+    ct = tab.cluster_target
+    Ntg = tab.per_target(tab.n)  # (T, K)
+    Ytg = tab.per_target(tab.y)
+    clusters_g = tab.per_target((tab.n > 0).astype(float))  # clusters that hold each component
+    G = np.bincount(ct, minlength=tab.T).astype(float)
+    missing = (Ntg <= 0).any(axis=1)
+    too_few = (G < 2) | (clusters_g < 2).any(axis=1)
+    usable = ~(missing | too_few)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        R = Ytg / Ntg
+        estimate = (R * a).sum(axis=1)
+        N = np.where(usable[ct, None], Ntg[ct], 1.0)
+        h = np.where(usable[ct, None], tab.n / N, 0.0)
+        w = np.where(usable[ct, None] & (tab.n > 0), a / N, 0.0)  # d estimate / d Y_gc
+        e = np.where(usable[ct, None], tab.y - R[ct] * tab.n, 0.0)
+    if method == "cr2":
+        rho = _icc_from_table(tab) if icc is None else float(icc)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"icc must be in [0, 1], got {icc}")
+        k = w * np.sqrt(_working_scale(tab, w, h, N, rho))[:, None]
+        psi = (k * e).sum(axis=1)
+        var = np.bincount(ct, weights=psi * psi, minlength=tab.T)
+        # a df below 1 would only arise when one cluster carries nearly all the weight
+        df = np.clip(_bm_df(tab, k, h, N, rho), 1.0, np.maximum(G - 1.0, 1.0))
+    else:
+        psi = (w * e).sum(axis=1)
+        var = np.bincount(ct, weights=psi * psi, minlength=tab.T) * G / np.maximum(G - 1.0, 1.0)
+        df = G - 1.0
+    se = np.sqrt(var)
+    flag = np.full(tab.T, "", dtype=object)
+    flag[se == 0] = FLAG_ZERO_VAR
+    flag[too_few] = FLAG_TOO_FEW
+    flag[missing] = FLAG_MISSING  # the more specific reason (a missing component is also in < 2 clusters)
+    tested = flag == ""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stat = np.where(tested, (estimate - null) / se, np.nan)
+        p = np.where(tested, 2.0 * stats.t.sf(np.abs(stat), np.where(tested, df, 1.0)), 1.0)
+        half = stats.t.isf(alpha / 2.0, np.where(tested, df, 1.0)) * se
+    out = pd.DataFrame(
+        {
+            "target": tab.targets,
+            "estimate": np.where(missing, np.nan, estimate),
+            "se": np.where(tested | (flag == FLAG_ZERO_VAR), se, np.nan),
+            "n_clusters": G.astype(np.int64),
+            "n_offers": Ntg.sum(axis=1),
+            "df": np.where(tested, df, np.nan),
+            "statistic": stat,
+            "p_value": p,
+            "ci_low": np.where(tested, estimate - half, np.nan),
+            "ci_high": np.where(tested, estimate + half, np.nan),
+            "flag": flag.astype(str),
+        }
+    )
+    return out[OUTPUT_COLUMNS]
+
+
+def refusal_homogeneity(cells: pd.DataFrame, *, n_permutations: int = 999, seed: int = 0) -> dict[str, object]:
+    """Cluster permutation test that refusal rates ``refused / (n + refused)`` are equal across targets.
+
+    cells: columns target, cluster, refused, n (valid offers). Whole clusters swap their target
+    labels with clusters holding as many targets (see the module docstring), so the reference
+    distribution keeps every within-cluster dependence. Returns statistic (Pearson X^2),
+    p_value ((1 + #{X*_b >= X}) / (B + 1), fixed seed), n_targets, n_clusters, overall_rate,
+    rates (target -> rate), method.
+    """
+    _check_cells(cells, ("target", "cluster", "refused", "n"))
+    if n_permutations < 1:
+        raise ValueError(f"n_permutations must be >= 1, got {n_permutations}")
+    t_codes, targets = _codes(cells["target"])
+    c_codes, _ = _codes(cells["cluster"])
+    ref = cells["refused"].to_numpy(dtype=float)
+    tot = ref + cells["n"].to_numpy(dtype=float)
+    if np.any(ref < 0) or np.any(tot < ref):
+        raise ValueError("need refused >= 0 and n >= 0")
+    # one row per (cluster, target), ordered within cluster
+    key = c_codes * len(targets) + t_codes
+    ukey, inv = np.unique(key, return_inverse=True)
+    ref = np.bincount(inv, weights=ref)
+    tot = np.bincount(inv, weights=tot)
+    row_t, row_c = ukey % len(targets), ukey // len(targets)
+    T, C = len(targets), int(row_c.max()) + 1 if len(row_c) else 0
+    overall = ref.sum() / tot.sum() if tot.sum() > 0 else float("nan")
+    rates_t = np.bincount(row_t, weights=ref, minlength=T) / np.bincount(row_t, weights=tot, minlength=T)
+    out: dict[str, object] = {
+        "n_targets": T,
+        "n_clusters": int(len(np.unique(row_c))),
+        "overall_rate": float(overall),
+        "rates": dict(zip(targets.tolist(), rates_t.tolist())),
+        "method": f"Pearson X^2, {n_permutations} permutations of whole clusters (within equal target count)",
+    }
+    if T < 2 or not 0.0 < overall < 1.0:
+        return {**out, "statistic": 0.0, "p_value": 1.0}
+
+    def x2(labels: np.ndarray) -> np.ndarray:
+        # labels: (B, rows) target codes; Pearson X^2 of refused vs answered by target
+        B = labels.shape[0]
+        flat = (labels + T * np.arange(B)[:, None]).ravel()
+        r = np.bincount(flat, weights=np.tile(ref, B), minlength=B * T).reshape(B, T)
+        m = np.bincount(flat, weights=np.tile(tot, B), minlength=B * T).reshape(B, T)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = (r - m * overall) ** 2 / (m * overall * (1.0 - overall))
+        return np.where(m > 0, terms, 0.0).sum(axis=1)
+
+    observed = float(x2(row_t[None, :])[0])
+    # strata: clusters with the same number of rows; a permutation maps cluster -> cluster
+    rows_per = np.bincount(row_c, minlength=C)
+    start = np.concatenate([[0], np.cumsum(rows_per)[:-1]])
+    rng = np.random.default_rng(seed)
+    exceed = 0
+    chunk = max(1, min(n_permutations, 20_000_000 // max(len(row_t), 1)))
+    done = 0
+    while done < n_permutations:
+        B = min(chunk, n_permutations - done)
+        labels = np.empty((B, len(row_t)), dtype=np.int64)
+        for k in np.unique(rows_per[rows_per > 0]):
+            cl = np.nonzero(rows_per == k)[0]
+            pos = start[cl][:, None] + np.arange(k)  # (clusters of size k, k) row indices
+            for b in range(B):
+                labels[b, pos] = row_t[pos[rng.permutation(len(cl))]]
+        exceed += int((x2(labels) >= observed * (1.0 - 1e-12)).sum())
+        done += B
+    return {**out, "statistic": observed, "p_value": (1.0 + exceed) / (n_permutations + 1.0)}
+
+
+def refusal_bounds(
+    cells: pd.DataFrame,
+    coefficients: Mapping[Hashable, float],
+    null: float,
+    alpha: float = 0.05,
+    **kwargs: object,
+) -> pd.DataFrame:
+    """How far refusals could move each target's verdict.
+
+    cells: the `cluster_contrasts` columns plus ``refused`` (invalid answers in the same cell;
+    ``n`` counts the valid ones). The high bound scores every refusal as a selection where
+    a_g > 0 and as a non-selection where a_g < 0 (with positive coefficients: "every refusal
+    would have chosen the target"); the low bound does the opposite. Both recompute the test
+    over n + refused offers. Returns per target: estimate, p_value, flag (observed), estimate_low,
+    p_value_low, estimate_high, p_value_high, verdict ("above"/"below"/"none" at alpha for each)
+    and verdict_robust (the observed verdict holds at both bounds). kwargs go to
+    `cluster_contrasts`.
+    """
+    _check_cells(cells, ("target", "cluster", "component", "y", "n", "refused"))
+    comp, a = _component_codes(cells["component"], coefficients)
+    sign = np.where(comp >= 0, np.sign(a[np.maximum(comp, 0)]), 0.0)
+    refused = cells["refused"].to_numpy(dtype=float)
+    y = cells["y"].to_numpy(dtype=float)
+    observed = cluster_contrasts(cells, coefficients, null, alpha, **kwargs)  # type: ignore[arg-type]
+    widened = cells.assign(n=cells["n"].to_numpy(dtype=float) + refused)
+    high = cluster_contrasts(widened.assign(y=y + refused * (sign > 0)), coefficients, null, alpha, **kwargs)  # type: ignore[arg-type]
+    low = cluster_contrasts(widened.assign(y=y + refused * (sign < 0)), coefficients, null, alpha, **kwargs)  # type: ignore[arg-type]
+
+    def verdict(frame: pd.DataFrame) -> np.ndarray:
+        hit = (frame["p_value"] < alpha).to_numpy()
+        side = np.where(frame["estimate"].to_numpy() > null, "above", "below")
+        return np.where(hit, side, "none")
+
+    out = observed[["target", "estimate", "p_value", "flag"]].copy()
+    out["estimate_low"], out["p_value_low"] = low["estimate"].to_numpy(), low["p_value"].to_numpy()
+    out["estimate_high"], out["p_value_high"] = high["estimate"].to_numpy(), high["p_value"].to_numpy()
+    v, vl, vh = verdict(observed), verdict(low), verdict(high)
+    out["verdict"] = v
+    out["verdict_robust"] = (v == vl) & (v == vh)
+    return out
