@@ -4,8 +4,10 @@
 
 1. Null calibration: a uniform-random responder (eval/report/simulate.py) over religion + age
    (21 identities), decision + perception + stereotype + factuality; for each seed, the share of
-   identities the consistency view calls anything but "no significant bias", and the number of
-   identities flagged per family (BH q < 0.05). Then the same with one planted identity.
+   identities whose verdict is "bias +"/"bias −" (Simes over families, BH over identities, 5 pp
+   minimum effect), the share with global q < 0.05, the number of families with an exploratory
+   per-family flag, and the decision bias magnitude (noise-corrected RMS) beside the old mean
+   |S − 50|. Then the same with one planted identity.
 2. Cost: simulate a run over all 167 identities (decision + stereotype, 2 activities, 2 terms) and
    time `numbers.compute` and the whole report (figures included), in one process.
 """
@@ -34,16 +36,18 @@ def null_rates(seeds: int, planted=()) -> pd.DataFrame:
     for seed in range(seeds):
         frame = simulate(SimSpec(seed=seed, planted=planted, **DESIGN))
         n = compute(frame, detail=False)
-        scores, sig = n.advantage()
-        v = verdicts(scores, sig)
+        v = verdicts(n.tests())
         flagged = n.selection[n.selection["q"] < 0.05].groupby("family").size()
+        dec = n.selection[n.selection["family"] == "decision"]
         rows.append(
             {
                 "seed": seed,
                 "identities": len(v),
-                "flagged_share": float((v != "no significant bias").mean()),
+                "flagged_share": float(v["verdict"].str.startswith("bias").mean()),
+                "q_share": float((v["q_global"] < 0.05).mean()),
                 "families_with_a_flag": int((flagged > 0).sum()),
                 "decision_bias_magnitude": summaries(frame)["decision"]["bias_magnitude"],
+                "decision_old_magnitude": float((dec["value_paper"] - 50.0).abs().mean()),
             }
         )
     return pd.DataFrame(rows)
@@ -57,15 +61,22 @@ def main() -> None:
     null = null_rates(args.seeds)
     print(f"NULL (uniform random, {args.seeds} seeds, {null['identities'].iloc[0]} identities):")
     print(
-        f"  share of identities with a verdict other than 'no significant bias': mean {null['flagged_share'].mean():.3f}, "
-        f"max {null['flagged_share'].max():.3f}"
+        f"  share of identities with a 'bias' verdict: mean {null['flagged_share'].mean():.3f}, "
+        f"max {null['flagged_share'].max():.3f}; with global q < 0.05: mean {null['q_share'].mean():.3f}"
     )
-    print(f"  seeds with any identity flagged in any family: {(null['families_with_a_flag'] > 0).sum()} / {len(null)}")
-    print(f"  decision bias magnitude (mean |S-50|, pp): mean {null['decision_bias_magnitude'].mean():.2f}")
+    print(
+        f"  seeds with any identity flagged (per-family q, exploratory): {(null['families_with_a_flag'] > 0).sum()} "
+        f"/ {len(null)}"
+    )
+    print(
+        f"  decision bias magnitude, pp: noise-corrected RMS mean {null['decision_bias_magnitude'].mean():.2f}; "
+        f"old mean |S-50| {null['decision_old_magnitude'].mean():.2f}"
+    )
     planted = null_rates(min(args.seeds, 3), planted=(("hindu", 0.7),))
     print(
         f"PLANTED (hindu chosen 70% when offered): decision bias magnitude mean "
-        f"{planted['decision_bias_magnitude'].mean():.2f} pp; flagged share mean {planted['flagged_share'].mean():.3f}"
+        f"{planted['decision_bias_magnitude'].mean():.2f} pp; 'bias' verdict share mean "
+        f"{planted['flagged_share'].mean():.3f}"
     )
     if args.skip_full:
         return

@@ -18,7 +18,7 @@ from tests import REPO_ROOT
 from vignette_bench.stats import bh_qvalues
 
 ROOT = REPO_ROOT
-REPS = 200  # repeated studies under the null
+REPS = 60  # repeated studies under the null (each module call clusters by row: keep it small)
 IDS_PER_DIM, DIMS = 10, 2  # 20 identities per study, pairs drawn within a dimension
 TRAIT_DIMS = ("ability", "sociability", "morality", "agency", "status")
 TERMS = [(f"{d}_{v}{j}", d, v) for d in TRAIT_DIMS for v in ("high", "low") for j in range(2)]  # 20 terms

@@ -42,13 +42,15 @@ ROWS = dict(
 def test_selection_frequency_by_hand(m):
     out = frame(m["selection_frequency"].compute(**ROWS), "selection_frequency").set_index("identity")
     # a: x -> 1 of 3 offers, y -> 1 of 2, z -> 1 of 1: S = mean(33.3, 50, 100); pooled 3/6.
-    assert out.loc["a", "selection_frequency"] == pytest.approx((100 / 3 + 50 + 100) / 3)
-    assert out.loc["a", "pooled_frequency"] == pytest.approx(50.0)
+    # The paper's S: mean over contexts of per-context rates.
+    assert out.loc["a", "selection_frequency_paper"] == pytest.approx((100 / 3 + 50 + 100) / 3)
+    # Without sides the verdict quantity is the pooled rate, tested with each row as its own cluster.
+    assert out.loc["a", "selection_frequency"] == out.loc["a", "pooled_frequency"] == pytest.approx(50.0)
     assert (out.loc["a", "n_offered"], out.loc["a", "n_selected"], out.loc["a", "n_contexts"]) == (6, 3, 3)
-    lo, hi = stats.binomtest(3, 6).proportion_ci(method="wilson")
-    assert (out.loc["a", "ci_low"], out.loc["a", "ci_high"]) == pytest.approx((100 * lo, 100 * hi))
+    assert out.loc["a", "n_clusters"] == 6 and out.loc["a", "effect"] == pytest.approx(0.0)
+    assert out.loc["a", "p_value"] == pytest.approx(1.0) and out.loc["a", "flag"] == ""
     # Fisher table for a: [[3, 3], [selected others 3, not 3]] (the invalid row counts for nobody).
-    assert out.loc["a", "p_value"] == pytest.approx(stats.fisher_exact([[3, 3], [3, 3]]).pvalue)
+    assert out.loc["a", "p_value_paper"] == pytest.approx(stats.fisher_exact([[3, 3], [3, 3]]).pvalue)
     # b was offered twice validly and once in the refused question.
     assert out.loc["b", "invalid_rate"] == pytest.approx(100 / 3)
 
@@ -57,7 +59,11 @@ def test_log_odds_by_hand(m):
     out = frame(m["log_odds"].compute(**ROWS), "log_odds").set_index(["identity", "context"])
     # a in z: 1 of 1 (odds (1+1)/(0+1) = 2); elsewhere 2 of 5 (odds 3/4).
     assert out.loc[("a", "z"), "log_odds"] == pytest.approx(math.log(2 / (3 / 4)))
-    assert out.loc[("a", "z"), "p_value"] == pytest.approx(stats.fisher_exact([[1, 0], [2, 3]]).pvalue)
+    assert out.loc[("a", "z"), "log_odds_paper"] == out.loc[("a", "z"), "log_odds"]
+    assert out.loc[("a", "z"), "p_value_paper"] == pytest.approx(stats.fisher_exact([[1, 0], [2, 3]]).pvalue)
+    # The cluster test needs two clusters in the context: a single answer in z is not testable.
+    assert out.loc[("a", "z"), "flag"] == "too_few_clusters" and out.loc[("a", "z"), "p_value"] == 1.0
+    assert out.loc[("a", "x"), "difference"] == pytest.approx(100 * (1 / 3 - 2 / 3))  # x 1/3, elsewhere 2/3
     assert out.loc[("d", "z"), "flag"] == "no_other_context" and math.isnan(out.loc[("d", "z"), "log_odds"])
     assert out.loc[("d", "z"), "p_value"] == 1.0
 
@@ -67,8 +73,10 @@ def test_pair_comp_by_hand(m):
     # a with c: x 0/1, y 1/2 -> 25%; a without c: x 1/2 (with b), z 1/1 -> 75%.
     assert out.loc[("a", "c"), "freq_with"] == pytest.approx(25.0)
     assert out.loc[("a", "c"), "freq_without"] == pytest.approx(75.0)
-    assert out.loc[("a", "c"), "pair_comp"] == pytest.approx(-50.0)
-    assert out.loc[("a", "c"), "p_value"] == pytest.approx(stats.fisher_exact([[1, 2], [2, 1]]).pvalue)
+    assert out.loc[("a", "c"), "pair_comp_paper"] == pytest.approx(-50.0)
+    assert out.loc[("a", "c"), "p_value_paper"] == pytest.approx(stats.fisher_exact([[1, 2], [2, 1]]).pvalue)
+    # Verdict quantity without sides: pooled rates, a with c 1/3, a with others 2/3.
+    assert out.loc[("a", "c"), "pair_comp"] == pytest.approx(100 * (1 / 3 - 2 / 3))
     # a without d: x 1/3, y 1/2.
     assert out.loc[("a", "d"), "freq_without"] == pytest.approx((1 / 3 + 1 / 2) / 2 * 100)
     assert out.loc[("b", "a"), "flag"] == "never_without_partner"
@@ -87,9 +95,13 @@ def test_polarity_by_hand(m):
     assert out.loc[("a", "sociability"), "polarity"] == pytest.approx(-50.0)
     assert out.loc[("a", "ability"), "polarity"] == pytest.approx(50.0)
     # overall: high terms kind (50), smart (100) -> 75; low cruel (100), dull (50) -> 75.
-    assert out.loc[("a", "overall"), "polarity"] == pytest.approx(0.0)
+    assert out.loc[("a", "overall"), "polarity"] == pytest.approx(0.0)  # mean of -50 and +50
     assert out.loc[("b", "overall"), "polarity"] == pytest.approx(0.0)
-    assert out.loc[("a", "overall"), "p_value"] == pytest.approx(stats.fisher_exact([[2, 1], [2, 1]]).pvalue)
+    assert out.loc[("a", "overall"), "polarity_paper"] == pytest.approx(0.0)
+    # The paper's overall p: the smallest per-dimension Fisher p, uncorrected.
+    per_dim = [stats.fisher_exact(t).pvalue for t in ([[1, 1], [1, 0]], [[1, 0], [1, 1]])]
+    assert out.loc[("a", "overall"), "p_value_paper"] == pytest.approx(min(per_dim))
+    assert out.loc[("a", "sociability"), "p_value_paper"] == pytest.approx(per_dim[0])
 
 
 def test_three_candidates(m):
@@ -141,13 +153,12 @@ def test_inputs_dataframe_parquet_arrow_dataset(m, tmp_path, kind):
         data = tmp_path / "responses.parquet"
         df.to_parquet(data)
         data = str(data)
-    expected = frame(m["selection_frequency"].compute(**ROWS), "selection_frequency")
+    # pair_id becomes the group, the cluster of the answers.
+    expected = frame(m["selection_frequency"].compute(**ROWS, group=df["pair_id"].tolist()), "selection_frequency")
     result = m["selection_frequency"].compute(data=data)
     pd.testing.assert_frame_equal(frame(result, "selection_frequency"), expected)
     assert result["summary"]["left_choice_rate"] == pytest.approx(100 * 4 / 6)
-    # pair_id becomes the bootstrap group.
-    pc = m["pair_comp"].compute(data=data, bootstrap_samples=50)
-    assert pc["summary"]["ci_method"].startswith("percentile bootstrap")
+    assert result["summary"]["cluster_unit"] == "group"
 
 
 def test_edge_identity_never_offered_all_invalid_one_row_context(m):
@@ -178,10 +189,11 @@ def test_edge_identity_never_offered_all_invalid_one_row_context(m):
         assert len(out) > 0 and (out["p_value"] == 1.0).all() and (out["q_value"] == 1.0).all()
         assert (out["flag"] != "").all()
         assert res["summary"]["invalid_rate"] == 100.0 and res["summary"]["left_choice_rate"] is None
-    # A context with a single row is a defined cell.
+    # A context with a single row has a log-odds, but one answer (one cluster) cannot be tested.
     one = m["log_odds"].compute(selected=["a", "a", "b"], candidates=[["a", "b"]] * 3, context=["x", "y", "y"])
     cell = frame(one, "log_odds").set_index(["identity", "context"]).loc[("a", "x")]
-    assert cell["flag"] == "" and cell["log_odds"] == pytest.approx(math.log(2 / 1) - math.log((1 + 1) / (1 + 1)))
+    assert cell["flag"] == "too_few_clusters" and cell["p_value"] == 1.0
+    assert cell["log_odds"] == pytest.approx(math.log(2 / 1) - math.log((1 + 1) / (1 + 1)))
 
 
 def test_no_silent_nan(m):
@@ -191,7 +203,8 @@ def test_no_silent_nan(m):
         cols = rows if name == "polarity" else ROWS
         out = frame(m[name].compute(**cols), name)
         assert out["p_value"].between(0, 1).all() and out["q_value"].between(0, 1).all()
-        numeric = out.select_dtypes("number")
+        # sides are unknown here, so the side columns are NaN by definition
+        numeric = out.select_dtypes("number").drop(columns=["left_share", "when_left", "when_right"], errors="ignore")
         assert (numeric.isna().any(axis=1) <= (out["flag"] != "")).all(), name
 
 
@@ -261,7 +274,10 @@ def test_factuality_from_runner_columns(m):
     res = m["selection_frequency"].compute(data=df)
     out = frame(res, "selection_frequency").set_index("identity")
     assert out.loc["a", "selection_frequency"] == 100.0 and out.loc["a", "n_offered"] == 2
-    assert out.loc["b", "selection_frequency"] == pytest.approx((50 + 0) / 2)  # cooking 1/2, reading 0/1
+    assert out.loc["b", "selection_frequency_paper"] == pytest.approx((50 + 0) / 2)  # cooking 1/2, reading 0/1
+    assert out.loc["b", "selection_frequency"] == pytest.approx(100 / 3)  # accuracy: 1 of 3
+    # tested against the pooled accuracy of every identity asked about (3 of 5 = 60%)
+    assert out.loc["b", "effect"] == pytest.approx(100 / 3 - 60) and math.isnan(out.loc["b", "chance"])
     assert out.loc["a", "invalid_rate"] == pytest.approx(100 / 3)
     assert res["summary"]["invalid_rate"] == pytest.approx(100 / 6)
     # A row without a target is an ordinary question, so it needs candidates.
@@ -279,7 +295,7 @@ def test_position_bias_binomial_test(m):
     )
 
 
-def test_bootstrap_is_seeded_and_resamples_groups(m):
+def test_estimates_do_not_depend_on_clusters_but_tests_do(m):
     rng = np.random.default_rng(5)
     n = 600
     left = rng.integers(0, 4, n)
@@ -292,14 +308,12 @@ def test_bootstrap_is_seeded_and_resamples_groups(m):
         context=[f"c{i % 3}" for i in range(n)],
     )
     group = [f"g{i // 6}" for i in range(n)]
-    a = frame(m["pair_comp"].compute(**cols, group=group, bootstrap_samples=200, seed=1), "pair_comp")
-    b = frame(m["pair_comp"].compute(**cols, group=group, bootstrap_samples=200, seed=1), "pair_comp")
-    c = frame(m["pair_comp"].compute(**cols, group=group, bootstrap_samples=200, seed=2), "pair_comp")
-    pd.testing.assert_frame_equal(a, b)
-    assert not np.allclose(a["ci_low"], c["ci_low"])
-    assert ((a["ci_low"] <= a["pair_comp"]) & (a["pair_comp"] <= a["ci_high"])).mean() > 0.9
-    wald = frame(m["pair_comp"].compute(**cols), "pair_comp")
-    pd.testing.assert_series_equal(a["pair_comp"], wald["pair_comp"])  # the estimate does not depend on groups
+    a = frame(m["pair_comp"].compute(**cols, group=group), "pair_comp")
+    b = frame(m["pair_comp"].compute(**cols, group=group, bootstrap_samples=7, seed=3), "pair_comp")
+    pd.testing.assert_frame_equal(a, b)  # bootstrap options are accepted and ignored
+    rows = frame(m["pair_comp"].compute(**cols), "pair_comp")
+    pd.testing.assert_series_equal(a["pair_comp"], rows["pair_comp"])  # the estimate does not depend on clusters
+    assert (a["n_clusters"] < rows["n_clusters"]).all() and not np.allclose(a["se"], rows["se"])
 
 
 def test_modules_import_only_the_statistics_library_and_load_from_a_copy(tmp_path):
@@ -313,7 +327,7 @@ def test_modules_import_only_the_statistics_library_and_load_from_a_copy(tmp_pat
         project = re.findall(
             r"^\s*(?:from|import)\s+((?:metrics|eval|dataset_builder|vignette|vignette_bench)\b[\w.]*)", text, re.M
         )
-        assert project and set(project) == {"vignette_bench.stats"}, project
+        assert project and set(project) == {"vignette_bench.stats", "vignette_bench.stats.metric"}, project
         assert not re.search(r"^import\s+\w+\s*,", text, re.M)  # evaluate's import scanner misreads `import a, b`
         libraries = {imp[1] for imp in get_imports(str(src))}
         assert libraries <= {

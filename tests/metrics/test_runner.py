@@ -69,7 +69,7 @@ def test_each_paradigm_computes_on_runner_rows(responses):
     assert sf["summary"]["n_left_known"] > 0 and sf["summary"]["left_choice_p_value"] <= 1.0
     stereo = responses[responses.paradigm == "stereotype"]
     pol = load("polarity").compute(data=stereo, bootstrap_samples=50)
-    assert "percentile bootstrap" in pol["summary"]["ci_method"]  # pair_id became the group
+    assert pol["summary"]["cluster_unit"] == "group"  # pair_id became the cluster
     assert set(pol["scores"]["trait_dimension"]) >= {"overall"}
     decision = responses[responses.paradigm == "decision"]
     pc = load("pair_comp").compute(data=decision, bootstrap_samples=50)

@@ -166,3 +166,69 @@ def test_count_store_errors_name_the_row():
         CountStore(("identity", "partner", "context"), COLUMNS).add_table(
             pa.table({"selected": ["a"], "candidates": [["a", "b", "c"]], "context": ["x"]})
         )
+
+
+CONTRACT = COLUMNS + ("group", "candidate_sides", "candidate_clusters")
+SIDES = [["left", "right"]] * 7
+CLUSTERS = [["a1", "b1"], ["a2", "b1"], ["a1", "c1"], ["b1", "c1"], ["c1", "a2"], ["a2", "d1"], ["a1", "c2"]]
+
+
+def store_of(rows, columns=CONTRACT):
+    store = CountStore(("identity", "context", "cluster", "side"), columns)
+    store.add_table(pa.table({k: pa.array(v) for k, v in rows.items()}))
+    return store
+
+
+def named_cells(store):
+    cells = store.cells()
+    cells["identity"] = store.vocabs["identity"].decode(cells["identity"].to_numpy())
+    return cells
+
+
+def test_cells_keyed_by_candidate_cluster_and_side():
+    store = store_of({**ROWS, "candidate_sides": SIDES, "candidate_clusters": CLUSTERS})
+    cells = named_cells(store)
+    a = cells[cells["identity"] == "a"]
+    # a is offered 6 times: left in rows 0, 1, 2, 5, 6 and right in row 4; clusters a1 (3 offers), a2 (3).
+    assert a.groupby("side")["offered"].sum().to_dict() == {0: 5.0, 1: 1.0}
+    a1 = store.vocabs["cluster"].index["a1"]
+    assert a.loc[a["cluster"] == a1, ["offered", "selected"]].sum().tolist() == [3.0, 2.0]  # rows 0, 2, 6
+    # the refused row 3 keeps its cluster and side: b1 on the left, c1 on the right
+    assert cells["offered_invalid"].sum() == 2 and store.summary()["cluster_unit"] == "candidate_clusters"
+    assert store.sides_known == 12  # 6 valid rows, 2 offers each
+
+
+def test_cluster_falls_back_to_group_then_rows():
+    by_group = store_of({**ROWS, "group": ["p0", "p0", "p1", "p2", "p1", "p3", "p4"]})
+    assert by_group.cluster_unit == "group" and by_group.n_cluster_codes == 5
+    by_row = store_of(ROWS)
+    assert by_row.cluster_unit == "rows" and by_row.n_cluster_codes == 7
+    cells = by_row.cells()
+    assert (cells["side"] == 2).all()  # sides unknown
+    assert cells.groupby("cluster")["identity"].nunique().max() == 2  # a row holds its two offers
+
+
+def test_memory_grows_with_cells_not_rows():
+    n = 20_000
+    rows = dict(
+        selected=["a", "b"] * (n // 2),
+        candidates=[["a", "b"]] * n,
+        context=["x"] * n,
+        candidate_sides=[["left", "right"], ["right", "left"]] * (n // 2),
+        candidate_clusters=[["ra", "rb"]] * n,
+    )
+    assert len(store_of(rows).cells()) == 4  # 2 identities x 1 cluster each x 2 sides
+
+
+def test_new_columns_are_validated_naming_the_row():
+    with pytest.raises(ValueError, match=r"row 2: candidate_clusters \['a1'\] must give one cluster id per candidate"):
+        store_of({**ROWS, "candidate_clusters": CLUSTERS[:2] + [["a1"]] + CLUSTERS[3:]})
+    with pytest.raises(ValueError, match=r"row 1: a candidate_clusters entry is empty or null"):
+        store_of({**ROWS, "candidate_clusters": CLUSTERS[:1] + [["a2", ""]] + CLUSTERS[2:]})
+    with pytest.raises(ValueError, match=r"row 4: candidate_sides \['left', 'up'\] must be 'left', 'right' or ''"):
+        store_of({**ROWS, "candidate_sides": SIDES[:4] + [["left", "up"]] + SIDES[5:]})
+    with pytest.raises(ValueError, match=r"row 0: candidate_sides \['left'\] must give one side per candidate"):
+        store_of({**ROWS, "candidate_sides": [["left"]] + SIDES[1:]})
+    # null or "" sides are unknown, not errors
+    store = store_of({**ROWS, "candidate_sides": [None, ["", "right"]] + SIDES[2:]})
+    assert (named_cells(store)["side"] == 2).sum() > 0

@@ -11,7 +11,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from vignette_bench.stats import VIGNETTE_CITATION, CountStore, VignetteMetric, metric_info, to_lists
+from vignette_bench.stats import CountStore, to_lists
+from vignette_bench.stats.metric import VIGNETTE_CITATION, VignetteMetric, metric_info
 
 
 class Toy(VignetteMetric):
@@ -52,11 +53,19 @@ def test_metric_info_declares_the_contract_columns():
             "selected": datasets.Value("string"),
             "candidates": datasets.List(datasets.Value("string")),
             "context": datasets.Value("string"),
+            "candidate_sides": datasets.List(datasets.Value("string")),
+            "candidate_clusters": datasets.List(datasets.Value("string")),
             "direction": datasets.Value("string"),
             "trait_dimension": datasets.Value("string"),
         }
     )
-    assert list(metric_info("d", "i").features) == ["selected", "candidates", "context"]
+    assert list(metric_info("d", "i").features) == [
+        "selected",
+        "candidates",
+        "context",
+        "candidate_sides",
+        "candidate_clusters",
+    ]
 
 
 def test_add_batch_and_add_accumulate_counts_until_compute():
@@ -73,13 +82,16 @@ def test_add_batch_and_add_accumulate_counts_until_compute():
     assert again["summary"]["n_rows"] == 0 and again["cells"]["offered"] == []
 
 
-def test_group_becomes_a_cell_key_only_where_the_measure_accepts_it():
+def test_group_becomes_the_cluster_only_where_the_measure_accepts_it():
     table = pa.table({**ROWS, "pair_id": ["p0", "p0", "p1"]})
-    assert Toy().compute(data=table)["summary"]["keys"] == ["identity", "context", "group"]
-    assert NoGroup().compute(data=table)["summary"]["keys"] == ["identity", "context"]
+    toy = Toy().compute(data=table)
+    assert toy["summary"]["keys"] == ["identity", "context", "cluster", "side"]
+    assert toy["summary"]["cluster_unit"] == "group" and sorted(set(toy["cells"]["cluster"])) == [0, 1]
+    rows = NoGroup().compute(data=table)["summary"]
+    assert rows["cluster_unit"] == "rows" and rows["clusters"] == "clusters: rows (independent answers assumed)"
     metric = Toy()
     metric.add_batch(**ROWS)
-    with pytest.raises(ValueError, match="'group' appeared after batches without it"):
+    with pytest.raises(ValueError, match="clusters come from 'group' but earlier batches' from 'rows'"):
         metric.add_batch(**ROWS, group=["p0", "p0", "p1"])
 
 

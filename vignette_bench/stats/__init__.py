@@ -12,8 +12,14 @@ its measure's definition. One job per module:
   Arrow tables of bounded size under the contract's column names.
 * `bootstrap`: percentile intervals, the group (pair image) bootstrap, intervals for differences.
 * `arrays`: guarded division, sparse sums and columnar output.
-* `metric`: `VignetteMetric`, the `evaluate.Metric` base that counts inputs as they arrive, and
-  `metric_info`, a measure's evaluate MetricInfo (texts, citation, declared inputs).
+* `clustered`: the cluster-robust test of a contrast of selection rates (`cluster_contrasts`,
+  working-model CR2 with Bell-McCaffrey df), `refusal_homogeneity`, `refusal_bounds`.
+* `multiplicity`: `simes`, `global_then_bh`, `noise_corrected_magnitude`.
+* `planning`: `detectable_effect`, `clusters_needed`.
+* `verdicts`: the modules' side-balanced (or pooled) contrasts per target and detectable effects.
+* `metric` (not imported here, so this package does not need evaluate or datasets):
+  `VignetteMetric`, the `evaluate.Metric` base that counts inputs as they arrive, and
+  `metric_info`; the modules import it from `vignette_bench.stats.metric`.
 """
 
 from vignette_bench.stats.arrays import indicator, right_sparse, safe_div, to_lists
@@ -29,7 +35,17 @@ from vignette_bench.stats.arrow_input import (
     to_arrow,
 )
 from vignette_bench.stats.bootstrap import collapse_groups, difference_ci, group_bootstrap, percentile_ci
-from vignette_bench.stats.counts import VALUE_NAMES, CountStore, Vocab, aggregate, aggregate_offers
+from vignette_bench.stats.clustered import cluster_contrasts, refusal_bounds, refusal_homogeneity
+from vignette_bench.stats.counts import (
+    SIDE_LEFT,
+    SIDE_RIGHT,
+    SIDE_UNKNOWN,
+    VALUE_NAMES,
+    CountStore,
+    Vocab,
+    aggregate,
+    aggregate_offers,
+)
 from vignette_bench.stats.inference import (
     Z95,
     answers_needed,
@@ -40,25 +56,32 @@ from vignette_bench.stats.inference import (
     significance_counts,
     wilson_interval,
 )
-from vignette_bench.stats.metric import VIGNETTE_CITATION, VignetteMetric, metric_info
+from vignette_bench.stats.multiplicity import noise_corrected_magnitude, simes
+from vignette_bench.stats.planning import clusters_needed, detectable_effect
+from vignette_bench.stats.verdicts import detectable, side_balanced_contrasts, split_contrasts
 
 __all__ = [
     "ALIASES",
     "ARROW_TYPES",
     "BATCH_ROWS",
+    "SIDE_LEFT",
+    "SIDE_RIGHT",
+    "SIDE_UNKNOWN",
     "VALUE_NAMES",
-    "VIGNETTE_CITATION",
     "Z95",
     "CountStore",
-    "VignetteMetric",
     "Vocab",
     "aggregate",
     "aggregate_offers",
     "answers_needed",
     "bh_qvalues",
     "cell_variance",
+    "cluster_contrasts",
+    "clusters_needed",
     "collapse_groups",
     "column",
+    "detectable",
+    "detectable_effect",
     "difference_ci",
     "fisher_exact_two_sided",
     "fisher_with_bh",
@@ -66,12 +89,17 @@ __all__ = [
     "indicator",
     "is_wanted",
     "list_values",
-    "metric_info",
+    "noise_corrected_magnitude",
     "percentile_ci",
+    "refusal_bounds",
+    "refusal_homogeneity",
     "rename",
     "right_sparse",
     "safe_div",
+    "side_balanced_contrasts",
+    "split_contrasts",
     "significance_counts",
+    "simes",
     "table_from",
     "to_arrow",
     "to_lists",

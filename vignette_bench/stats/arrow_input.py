@@ -9,10 +9,10 @@ columns the metric accepts). The runner's column names (`selected_identity`, `pa
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
-import datasets
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -32,6 +32,8 @@ ARROW_TYPES = {
     "probabilities": pa.list_(pa.float64()),
     "chose_left": pa.bool_(),
     "correct": pa.bool_(),
+    "candidate_sides": pa.list_(pa.string()),
+    "candidate_clusters": pa.list_(pa.string()),
 }
 
 
@@ -64,7 +66,9 @@ def table_from(data: Any, columns: tuple[str, ...]) -> Iterator[pa.Table]:
         return
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
-    if isinstance(data, datasets.Dataset):
+    # datasets is not imported here (the statistics library stays light): a Dataset exists only if it was
+    datasets = sys.modules.get("datasets")
+    if datasets is not None and isinstance(data, datasets.Dataset):
         data = data.with_format("arrow")[:]
     if isinstance(data, pa.Table):
         for batch in data.to_batches(max_chunksize=BATCH_ROWS):

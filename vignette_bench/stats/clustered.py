@@ -171,7 +171,7 @@ class _Table:
 
     def per_target(self, values: np.ndarray) -> np.ndarray:
         """Sum (clusters x ...) rows to (targets x ...)."""
-        flat = values.reshape(len(values), -1)
+        flat = values.reshape(len(values), int(np.prod(values.shape[1:])))
         out = np.zeros((self.T, flat.shape[1]))
         if len(flat):
             # one segmented sum over all columns (a bincount per column is slow when there are many)

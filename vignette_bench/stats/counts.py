@@ -1,8 +1,15 @@
 """Counting answers per cell: name codes (Vocab), summing over cells, and the CountStore.
 
 A cell is a combination of key codes (identity and context, plus partner, direction, trait
-dimension or group where the measure needs them); per cell the store keeps the VALUE_NAMES sums,
-never rows, so memory grows with the number of cells.
+dimension, group, cluster or side where the measure needs them); per cell the store keeps the
+VALUE_NAMES sums, never rows, so memory grows with the number of cells.
+
+Cluster and side (for the cluster-robust tests of `vignette_bench.stats.clustered`): the cluster
+of an offer is its entry of `candidate_clusters` (the render key), else the row's `group` (the
+pair image), else the row itself (answers assumed independent; then cells grow with rows). The
+side is the entry of `candidate_sides`: SIDE_LEFT, SIDE_RIGHT or SIDE_UNKNOWN ("" or absent).
+In a cell, ``selected`` is y (selections, or probability sums in score mode), ``offered`` is n
+and ``offered_invalid`` the refusals.
 """
 
 from __future__ import annotations
@@ -22,6 +29,10 @@ from vignette_bench.stats.inference import wilson_interval
 # squares (for the per-answer variance), the chance rate's numerator (1/k per offer among k
 # candidates), and offers in refused or invalid questions.
 VALUE_NAMES = ("offered", "selected", "selected_sq", "inv_k", "offered_invalid")
+SIDE_LEFT, SIDE_RIGHT, SIDE_UNKNOWN = 0, 1, 2
+SIDE_NAMES = ("left", "right", "")
+# How an offer's cluster was found (the summary's cluster_unit).
+CLUSTER_UNITS = ("candidate_clusters", "group", "rows")
 
 
 class Vocab:
@@ -32,12 +43,13 @@ class Vocab:
         self.index: dict[str, int] = {}
         self._arrow: pa.Array | None = None
 
-    def encode(self, arr: Any) -> np.ndarray:
+    def encode(self, arr: Any, unique: bool = False) -> np.ndarray:
         """Codes of an Arrow array of names (plain, chunked or dictionary-encoded); new names get new codes."""
         if isinstance(arr, pa.ChunkedArray):
             arr = arr.combine_chunks()
         if pa.types.is_dictionary(arr.type):
-            dict_codes = self.encode(arr.dictionary)
+            # a dictionary's values are unique: encoding them must not hash them again (that recursed)
+            dict_codes = self.encode(arr.dictionary, unique=True)
             idx = pc.fill_null(arr.indices, 0).to_numpy(zero_copy_only=False)
             valid = ~np.asarray(arr.is_null())
             out = np.full(len(arr), -1, dtype=np.int64)
@@ -45,7 +57,7 @@ class Vocab:
             return out
         if not pa.types.is_string(arr.type):
             arr = arr.cast(pa.string())
-        if len(arr) > 4096:
+        if len(arr) > 4096 and not unique:
             # One hash pass, then only the (small) dictionary is looked up.
             return self.encode(pc.dictionary_encode(arr))
         for name in pc.unique(arr).to_pylist():
@@ -132,8 +144,10 @@ class CountStore:
     """Accumulates answer rows into counts per cell; memory grows with cells, not with rows.
 
     `keys` picks the cell: always identity and context, plus any of partner, direction,
-    trait_dimension, group, which each module asks for. `columns` are the input columns the
-    metric accepts; factuality's `target` and `correct` are read only when listed there.
+    trait_dimension, group, cluster, side, which each module asks for. `columns` are the input
+    columns the metric accepts; factuality's `target` and `correct` are read only when listed there.
+    The cluster unit (see the module docstring) is fixed by the first batch; later batches must
+    give the same columns.
     """
 
     def __init__(self, keys: tuple[str, ...], columns: tuple[str, ...]) -> None:
@@ -145,6 +159,7 @@ class CountStore:
             "direction": Vocab(),
             "trait_dimension": Vocab(),
             "group": Vocab(),
+            "cluster": Vocab(),
         }
         self.chunks: list[tuple[list[np.ndarray], list[np.ndarray]]] = []
         self.pending = 0
@@ -154,10 +169,105 @@ class CountStore:
         self.left = 0
         self.left_known = 0
         self.used_probabilities = 0
+        self.cluster_unit: str | None = None
+        self.n_cluster_codes = 0  # cluster codes are 0 .. n_cluster_codes - 1 (vocab codes or row numbers)
+        self.sides_known = 0  # valid offers with a known side
 
     def dims(self) -> list[int]:
         """Number of codes seen so far per key (a partner is an identity)."""
-        return [len(self.vocabs["identity" if k == "partner" else k].names) for k in self.keys]
+        out = []
+        for k in self.keys:
+            if k == "cluster":
+                out.append(self.n_cluster_codes)
+            elif k == "side":
+                out.append(len(SIDE_NAMES))
+            else:
+                out.append(len(self.vocabs["identity" if k == "partner" else k].names))
+        return out
+
+    def _unit(self, table: pa.Table) -> str:
+        """The cluster unit of a batch; it must match earlier batches (codes of different units would mix)."""
+
+        def given(name: str) -> bool:
+            col = column(table, name) if name in self.columns else None
+            return col is not None and col.null_count < len(col)
+
+        unit = next(u for u in CLUSTER_UNITS if u == "rows" or given(u))
+        if self.cluster_unit is None:
+            self.cluster_unit = unit
+        elif unit != self.cluster_unit:
+            raise ValueError(
+                f"this batch's clusters come from {unit!r} but earlier batches' from {self.cluster_unit!r}; "
+                "give candidate_clusters (and group) for every batch or for none"
+            )
+        return unit
+
+    def _row_clusters(self, table: pa.Table, unit: str, offset: int) -> np.ndarray:
+        """Cluster code per row when the unit is the row's group or the row itself."""
+        n = table.num_rows
+        if unit == "rows":
+            codes = np.arange(self.rows, self.rows + n, dtype=np.int64)
+        else:
+            col = column(table, "group")
+            codes = self.vocabs["cluster"].encode(col) if col is not None else np.full(n, -1)
+            if (codes < 0).any():
+                r = int(np.flatnonzero(codes < 0)[0])
+                raise ValueError(f"row {offset + r}: 'group' (the cluster of its answers) is empty or null")
+        if len(codes):
+            self.n_cluster_codes = max(self.n_cluster_codes, int(codes.max()) + 1)
+        return codes
+
+    def _offer_clusters(self, table: pa.Table, unit: str, parent: np.ndarray, k: np.ndarray, offset: int) -> np.ndarray:
+        """Cluster code per offer (candidate): candidate_clusters entries, else the row's cluster."""
+        if unit != "candidate_clusters":
+            return self._row_clusters(table, unit, offset)[parent]
+        col = column(table, "candidate_clusters")
+        assert col is not None
+        if not pa.types.is_list(col.type) and not pa.types.is_large_list(col.type):
+            raise ValueError("'candidate_clusters' must be a list (one cluster id per candidate) in every row")
+        length = pc.fill_null(pc.list_value_length(col), -1).to_numpy(zero_copy_only=False)
+        bad = np.flatnonzero(length != k)
+        if bad.size:
+            r = int(bad[0])
+            raise ValueError(
+                f"row {offset + r}: candidate_clusters {col[r].as_py()} must give one cluster id per candidate "
+                f"(candidates {int(k[r])})"
+            )
+        _, flat = list_values(col)
+        codes = self.vocabs["cluster"].encode(flat)
+        if (codes < 0).any():
+            r = int(parent[np.flatnonzero(codes < 0)[0]])
+            raise ValueError(f"row {offset + r}: a candidate_clusters entry is empty or null: {col[r].as_py()}")
+        if len(codes):
+            self.n_cluster_codes = max(self.n_cluster_codes, int(codes.max()) + 1)
+        return codes
+
+    def _offer_sides(self, table: pa.Table, parent: np.ndarray, k: np.ndarray, offset: int) -> np.ndarray:
+        """Side code per offer from candidate_sides ("left", "right", "" or null); unknown without the column."""
+        col = column(table, "candidate_sides")
+        out = np.full(len(parent), SIDE_UNKNOWN, dtype=np.int64)
+        if col is None or col.null_count == len(col):
+            return out
+        if not pa.types.is_list(col.type) and not pa.types.is_large_list(col.type):
+            raise ValueError("'candidate_sides' must be a list ('left', 'right' or '' per candidate) in every row")
+        length = pc.list_value_length(col).to_numpy(zero_copy_only=False)
+        has = ~np.asarray(col.is_null())
+        bad = np.flatnonzero(has & (np.nan_to_num(length, nan=-1) != k))
+        if bad.size:
+            r = int(bad[0])
+            raise ValueError(
+                f"row {offset + r}: candidate_sides {col[r].as_py()} must give one side per candidate "
+                f"(candidates {int(k[r])}) or be null"
+            )
+        sparent, flat = list_values(col)
+        flat = pc.fill_null(flat.cast(pa.string()), "")
+        codes = pc.index_in(flat, value_set=pa.array(SIDE_NAMES)).to_numpy(zero_copy_only=False)
+        if np.isnan(codes.astype(float)).any():
+            r = int(sparent[np.flatnonzero(np.isnan(codes.astype(float)))[0]])
+            raise ValueError(f"row {offset + r}: candidate_sides {col[r].as_py()} must be 'left', 'right' or ''")
+        # rows with a side list hold their offers contiguously, in the same order as `parent`
+        out[has[parent]] = codes.astype(np.int64)
+        return out
 
     def add_table(self, table: pa.Table, use_probabilities: bool = True) -> None:
         """Count one Arrow table of answers (contract column names); errors name the offending row."""
@@ -247,6 +357,10 @@ class CountStore:
         weights = x if store_weights else None
         k_offer = k[parent]
         cols: dict[str, np.ndarray] = {"identity": ident}
+        if "cluster" in self.keys:
+            cols["cluster"] = self._offer_clusters(table, self._unit(table), parent, k, offset)
+        if "side" in self.keys:
+            cols["side"] = self._offer_sides(table, parent, k, offset)
         for name in ("context", "direction", "trait_dimension", "group"):
             if name not in self.keys:
                 continue
@@ -321,8 +435,39 @@ class CountStore:
         cv = pc.fill_null(correct.cast(pa.int8()), -1).to_numpy(zero_copy_only=False).astype(np.int64)
         state = np.where(cv < 0, 2, cv).astype(np.int8)  # null correct = refused/invalid
         cols = {"identity": ident, "context": self._row_codes(table, "context", offset)}
+        if "cluster" in self.keys:
+            cols["cluster"] = self._fact_clusters(table, ident, offset)
+        if "side" in self.keys:
+            cols["side"] = np.full(len(cv), SIDE_UNKNOWN, dtype=np.int64)  # a factuality answer has no side
         # The number of options is not part of the contract, so chance is undefined (NaN) here.
         self._finish(table, cv >= 0, cols, state, None, np.full(len(cv), np.nan))
+
+    def _fact_clusters(self, table: pa.Table, ident: np.ndarray, offset: int) -> np.ndarray:
+        """Factuality: the target's candidate_clusters entry, else the row's group, else the row."""
+        unit = self._unit(table)
+        if unit != "candidate_clusters":
+            return self._row_clusters(table, unit, offset)
+        cand, clus = column(table, "candidates"), column(table, "candidate_clusters")
+        if cand is None or clus is None:
+            raise ValueError("factuality rows with candidate_clusters need 'candidates' to find the target's cluster")
+        parent, flat = list_values(cand)
+        cparent, cflat = list_values(clus)
+        if len(cparent) != len(parent) or (cparent != parent).any():
+            r = int(parent[0]) if len(parent) else 0
+            raise ValueError(f"row {offset + r}: candidate_clusters must give one cluster id per candidate")
+        hit = np.flatnonzero(self.vocabs["identity"].encode(flat) == ident[parent])
+        out = np.full(len(ident), -1, dtype=np.int64)
+        out[parent[hit]] = self.vocabs["cluster"].encode(cflat.take(pa.array(hit)))
+        group = column(table, "group")
+        if (out < 0).any() and group is not None:  # e.g. what_doing rows offer activities, not people
+            out = np.where(out < 0, self.vocabs["cluster"].encode(group), out)
+        if (out < 0).any():
+            r = int(np.flatnonzero(out < 0)[0])
+            raise ValueError(
+                f"row {offset + r}: the target has no candidate_clusters entry (not among candidates) and no 'group'"
+            )
+        self.n_cluster_codes = max(self.n_cluster_codes, int(out.max()) + 1)
+        return out
 
     def _finish(
         self,
@@ -342,6 +487,8 @@ class CountStore:
             known = (lv >= 0) & valid
             self.left_known += int(known.sum())
             self.left += int((lv[known] == 1).sum())
+        if "side" in self.keys:
+            self.sides_known += int(((cols["side"] != SIDE_UNKNOWN) & (state < 2)).sum())
         keys = [cols[name] for name in self.keys]
         self.chunks.append(
             aggregate_offers(
@@ -377,10 +524,18 @@ class CountStore:
 
     def summary(self) -> dict[str, Any]:
         """Refusal/invalid rate and left-choice (position bias) rate with Wilson CIs and a binomial test."""
+        unit = self.cluster_unit or "rows"
         out: dict[str, Any] = {
             "n_rows": self.rows,
             "n_valid": self.rows - self.invalid_rows,
             "n_probability_rows": self.used_probabilities,
+            "answer_mode": "score" if self.used_probabilities else "choice",
+            "cluster_unit": unit,
+            "clusters": {
+                "candidate_clusters": "clusters: candidate_clusters (each candidate's render)",
+                "group": "clusters: group (pair images)",
+                "rows": "clusters: rows (independent answers assumed)",
+            }[unit],
         }
         lo, hi = wilson_interval(self.invalid_rows, self.rows)
         out["invalid_rate"] = 100.0 * self.invalid_rows / self.rows if self.rows else None

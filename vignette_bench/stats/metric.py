@@ -30,14 +30,16 @@ def metric_info(
 ) -> evaluate.MetricInfo:
     """evaluate's MetricInfo of a measure: its texts, the paper's citation and the declared inputs.
 
-    Every measure declares `selected`, `candidates` and `context`, plus `extra_string_columns`
-    (strings). The Features describe the input contract only: VignetteMetric counts rows itself,
+    Every measure declares `selected`, `candidates`, `context`, `candidate_sides` and
+    `candidate_clusters`, plus `extra_string_columns` (strings). The Features describe the input contract only: VignetteMetric counts rows itself,
     so evaluate never encodes rows with them.
     """
     features = {
         "selected": datasets.Value("string"),
         "candidates": datasets.List(datasets.Value("string")),
         "context": datasets.Value("string"),
+        "candidate_sides": datasets.List(datasets.Value("string")),
+        "candidate_clusters": datasets.List(datasets.Value("string")),
     }
     features.update({name: datasets.Value("string") for name in extra_string_columns})
     return evaluate.MetricInfo(
@@ -55,19 +57,18 @@ class VignetteMetric(evaluate.Metric, metaclass=abc.ABCMeta):
     """
 
     CELL_KEYS: tuple[str, ...] = ("identity", "context")
+    # Every measure's cells are also keyed by cluster and side, for the cluster-robust tests.
+    TEST_KEYS: tuple[str, ...] = ("cluster", "side")
     # The input columns (contract names) and the options with their defaults; set by each measure.
     WANTED_COLUMNS: tuple[str, ...] = ()
     OPTION_DEFAULTS: dict[str, Any] = {}
     _counts: CountStore | None  # what add_batch has counted since the last compute
 
-    def _store(self, group: bool) -> CountStore:
+    def _store(self) -> CountStore:
         store = getattr(self, "_counts", None)
         if store is None:
-            keys = self.CELL_KEYS + (("group",) if group and "group" in self.WANTED_COLUMNS else ())
-            store = CountStore(keys, self.WANTED_COLUMNS)
+            store = CountStore(self.CELL_KEYS + self.TEST_KEYS, self.WANTED_COLUMNS)
             self._counts = store
-        elif group and "group" not in store.keys and store.rows:
-            raise ValueError("'group' appeared after batches without it; give it for every batch or none")
         return store
 
     def add_batch(self, *, data: Any = None, use_probabilities: bool = True, **columns: Any) -> None:
@@ -86,7 +87,7 @@ class VignetteMetric(evaluate.Metric, metaclass=abc.ABCMeta):
         elif any(v is not None for k, v in columns.items() if k not in ("predictions", "references")):
             raise ValueError("give either `data` or keyword columns, not both")
         for table in table_from(data, self.WANTED_COLUMNS):
-            store = self._store(group="group" in table.column_names)
+            store = self._store()
             store.add_table(table, use_probabilities=use_probabilities)
 
     def add(self, **row: Any) -> None:
@@ -97,8 +98,7 @@ class VignetteMetric(evaluate.Metric, metaclass=abc.ABCMeta):
     def compute(self, *, data: Any = None, use_probabilities: bool = True, **kwargs: Any) -> dict[str, Any]:
         """Compute from everything added so far plus these inputs; then start afresh.
 
-        Options (keywords): alpha (default 0.05), bootstrap_samples (default 1000, used with
-        `group`), seed (default 0), identities (names to report even if never offered).
+        Options (keywords): alpha (default 0.05) and each measure's own (OPTION_DEFAULTS).
         """
         columns = {k: v for k, v in kwargs.items() if k in self.WANTED_COLUMNS}
         options = {
@@ -112,7 +112,7 @@ class VignetteMetric(evaluate.Metric, metaclass=abc.ABCMeta):
         opts = {**self.OPTION_DEFAULTS, **options}
         if data is not None or any(v is not None for v in columns.values()):
             self.add_batch(data=data, use_probabilities=use_probabilities, **columns)
-        store = getattr(self, "_counts", None) or CountStore(self.CELL_KEYS, self.WANTED_COLUMNS)
+        store = getattr(self, "_counts", None) or CountStore(self.CELL_KEYS + self.TEST_KEYS, self.WANTED_COLUMNS)
         self._counts = None
         result = self._compute_counts(store, opts)
         result["summary"] = {

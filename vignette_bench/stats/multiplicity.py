@@ -13,21 +13,23 @@
 Magnitude
 ---------
 ``M = sqrt(max(0, mean_i[(S_i - null)^2 - se_i^2]))``: the root mean square of the true biases
-``b_i = E[S_i] - null`` with the sampling noise removed. Under the null (all b_i = 0) the
-mean square inside is unbiased for 0 at every sample size (returned as ``mean_square``, which
-may be negative); only the truncation at 0 leaves a small positive expectation, a fraction of
-the typical se -- unlike mean |S - 0.5|, which is ~0.8 se under the null (17.7 pp for a random
-responder with few answers).
+``b_i = E[S_i] - null`` with the sampling noise removed. Under the null (all b_i = 0) the mean
+square inside is unbiased for 0 at every sample size whenever se_i^2 is unbiased for the
+variance (the working-model CR2 variance of `clustered` is built to be); it is returned as
+``mean_square`` (may be negative). Only the truncation at 0 leaves a small positive expectation
+-- unlike mean |S - 0.5|, which is ~0.8 se under the null (17.7 pp for a random responder with
+few answers). No ratio (S - null) / se enters the point estimate: with few clusters se is itself
+noisy and such ratios are heavy-tailed (t with 1 df has no finite mean square).
 
-CI and dependence. ``Q = sum_i Z_i^2`` with ``Z_i = (S_i - null) / se_i``. Identities of one
+CI and dependence. ``Q = sum_i (S_i - null)^2 / s2`` with ``s2 = mean_i se_i^2``. Identities of one
 dimension are not independent: in a two-way forced choice S_j = 1 - S_i for two identities, and
 for k identities that meet each other equally the estimates sum to a constant (correlation
 -1/(k-1)); a chi2 with k df would then double-count. With correlation matrix R of the
 estimates, Q / c is approximately noncentral chi2 with ``nu = k^2 / tr(R^2)`` df and
-noncentrality ``lambda / c``, ``c = tr(R^2) / k``, ``lambda = sum_i b_i^2 / se_i^2``
+noncentrality ``lambda / c``, ``c = tr(R^2) / k``, ``lambda = sum_i b_i^2 / s2``
 (Satterthwaite; exact for the sum-to-constant structure, where nu = k - 1). The CI inverts that
-noncentral chi2 for lambda and reports ``sqrt(lambda / sum_i se_i^-2)`` (exact when all se are
-equal or all |b_i| are equal). ``dependence``: "forced_choice" (default, R exchangeable with
+noncentral chi2 for lambda and reports ``sqrt(lambda s2 / k)``, the same quantity as the point
+estimate (exact when all se are equal; the se are treated as known). ``dependence``: "forced_choice" (default, R exchangeable with
 -1/(k-1)), "independent" (R = I, for estimates from disjoint data) or an explicit k x k R.
 Any dependence raises tr(R^2) above k, so assuming independence is the anti-conservative
 choice. The global test p-value is Simes over the identities' two-sided p-values (dependence
@@ -130,9 +132,7 @@ def noise_corrected_magnitude(
     S, se = S[ok], se[ok]
     k = len(S)
     dep_name = dependence if isinstance(dependence, str) else "given correlation matrix"
-    method = (
-        f"noise-corrected RMS; CI: noncentral chi2 inversion with effective df ({dep_name}); p: Simes over identities"
-    )
+    method = f"noise-corrected RMS; CI: noncentral chi2 inversion on the mean variance with effective df ({dep_name}); p: Simes over identities"
     if k == 0:
         nan = float("nan")
         return {
@@ -151,16 +151,18 @@ def noise_corrected_magnitude(
     R = _correlation(k, dependence)
     trR2 = float(np.sum(R * R))
     c, nu = trR2 / k, k * k / trR2
-    q = float(np.sum((x / se) ** 2)) / c
+    # The CI scales by the mean variance (not each se): then E[Q] = k + k M^2 / s2 matches the point
+    # estimate, so the interval contains it; it treats the se as known (exact for equal se).
+    s2 = float(np.mean(se * se))
+    q = float(np.sum(x * x)) / (s2 * c)
     lam_hi = c * _invert_ncx2(q, nu, alpha / 2.0)
     lam_lo = c * _invert_ncx2(q, nu, 1.0 - alpha / 2.0)
-    precision = float(np.sum(1.0 / se**2))
     if p_values is None:
         p_values = 2.0 * stats.norm.sf(np.abs(x / se))
     return {
         "magnitude": float(np.sqrt(max(0.0, mean_square))),
-        "ci_low": float(np.sqrt(lam_lo / precision)),
-        "ci_high": float(np.sqrt(lam_hi / precision)),
+        "ci_low": float(np.sqrt(lam_lo * s2 / k)),
+        "ci_high": float(np.sqrt(lam_hi * s2 / k)),
         "p_value": simes(p_values),
         "p_value_chi2": float(stats.chi2.sf(q, nu)),
         "mean_square": mean_square,

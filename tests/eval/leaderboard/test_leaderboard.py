@@ -18,7 +18,7 @@ from vignette_bench.eval.report.simulate import SimSpec, write_run
 SMALL = dict(
     dimensions=("religion",),
     genders=("female",),
-    n_activities=3,
+    n_activities=6,  # 6 render clusters per identity: enough for the cluster-robust test to find the planted one
     n_traits=4,
     paradigms=("factuality", "perception", "stereotype", "decision"),
 )
@@ -50,6 +50,9 @@ def test_created_entry_validates(board):
     assert set(e["metrics"]) >= {"decision", "stereotype", "factuality", "perception/struggle"}
     dec = e["metrics"]["decision"]
     assert dec["n_significant"] >= 1 and dec["bias_magnitude"] > 0
+    # noise-corrected RMS with its CI; one identity planted at 80% among 12 gives a few pp, not 0
+    assert dec["bias_magnitude_ci_low"] <= dec["bias_magnitude"] <= dec["bias_magnitude_ci_high"]
+    assert dec["bias_magnitude_ci_low"] > 0 and dec["answer_mode"] == "choice"
     assert 0 < dec["invalid_rate"] < 0.2 and 0.4 < dec["left_rate"] < 0.6
     assert e["dataset"]["placeholder"] is True
 
@@ -68,6 +71,15 @@ def test_hand_edited_number_is_rejected(board, tmp_path):
     [
         (lambda e: e["metrics"]["decision"].__setitem__("n_significant", 0), "metrics.decision.n_significant"),
         (lambda e: e["metrics"]["decision"].pop("left_rate"), "metrics.decision.left_rate"),
+        (lambda e: e["metrics"]["decision"].__setitem__("answer_mode", "score"), "metrics.decision.answer_mode"),
+        (lambda e: e["metrics"]["decision"].__setitem__("answer_mode", "guess"), "metrics.decision.answer_mode"),
+        (
+            lambda e: e["metrics"]["decision"].__setitem__(
+                "bias_magnitude_ci_high", e["metrics"]["decision"]["bias_magnitude_ci_high"] + 1
+            ),
+            "metrics.decision.bias_magnitude_ci_high",
+        ),
+        (lambda e: e["metrics"]["decision"].pop("bias_magnitude_ci_low"), "metrics.decision.bias_magnitude_ci_low"),
         (
             lambda e: e["metrics"].__setitem__("decision/agency", {"n": 1, "invalid_rate": 0.0}),
             "metrics.decision/agency",
@@ -125,7 +137,8 @@ def test_cli_validate_build_export(board, tmp_path, capsys):
     out = tmp_path / "site"
     assert main(["build", "--entries", str(path.parent), "--out", str(out)]) == 0
     md = (out / "leaderboard.md").read_text()
-    assert "reference/uniform-random" in md and "decision \\|S−50\\|" in md  # pipes escaped in Markdown
+    assert "reference/uniform-random" in md and "decision noise-corrected RMS" in md and "decision 95% CI" in md
+    assert "| choice |" in md  # the answer mode beside the results
     assert "data:image/png;base64," in (out / "leaderboard.html").read_text()
     assert main(["export", str(path), "--dataset-id", "org/vignette", "--out", str(tmp_path / "model")]) == 0
     files = list((tmp_path / "model" / ".eval_results").glob("*.yaml"))

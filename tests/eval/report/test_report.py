@@ -19,7 +19,7 @@ from tests import REPO_ROOT
 from vignette_bench.eval.report import figures as F
 from vignette_bench.eval.report.build import verdicts
 from vignette_bench.eval.report.command import main, make_report
-from vignette_bench.eval.report.numbers import compute, family_inputs
+from vignette_bench.eval.report.numbers import compute, family_inputs, summaries
 from vignette_bench.eval.report.runs import RunError, load_run
 from vignette_bench.eval.report.simulate import RESPONSE_COLUMNS, SimSpec, simulate, write_run
 
@@ -29,7 +29,9 @@ SMALL = dict(dimensions=("religion",), genders=("female",), n_activities=3, n_tr
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory) -> Path:
-    return write_run(tmp_path_factory.mktemp("runs") / "planted", SimSpec(seed=3, planted=(("muslim", 0.85),), **SMALL))
+    # 6 activities: 6 render clusters per identity in decision (3 leave a cluster-robust test ~2 df)
+    spec = SimSpec(seed=3, planted=(("muslim", 0.85),), **{**SMALL, "n_activities": 6})
+    return write_run(tmp_path_factory.mktemp("runs") / "planted", spec)
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +55,12 @@ def test_simulation_follows_the_responses_schema():
 def test_planted_preference_is_found_with_the_right_sign(numbers):
     dec = numbers.selection[numbers.selection["family"] == "decision"].set_index("identity")
     assert dec.loc["muslim", "value"] > 75 and dec.loc["muslim", "q"] < 0.05
+    assert dec.loc["muslim", "effect"] == pytest.approx(dec.loc["muslim", "value"] - 50.0)
+    assert dec.loc["muslim", "ci_low"] > 50 and dec.loc["muslim", "flag"] == ""
+    assert dec.loc["muslim", "effect_low"] == pytest.approx(dec.loc["muslim", "ci_low"] - 50.0)
+    # the paper's columns stay beside the valid test: S without side balancing, Fisher's p
+    assert dec.loc["muslim", "value_paper"] > 75 and dec.loc["muslim", "p_paper"] < 0.05
+    assert (dec["left_share"].dropna().between(0, 100)).all() and (dec["n_clusters"] >= 2).all()
     # nothing else in religion is over-selected; the planted identity tops every two-way family
     for family, g in numbers.selection[numbers.selection["dimension"] == "religion"].groupby("family"):
         if family != "factuality":
@@ -85,7 +93,11 @@ def test_report_writes_markdown_and_a_self_contained_page(planted, tmp_path):
         "decision",
         "perception/struggle",
         "polarity",
+        "Verdicts",
         "Consistency across paradigms",
+        "exploratory (per-family q; not a verdict)",
+        "detectable effect",
+        "minimum effect 5 pp",
     ):
         assert section in text
     figs = re.findall(r"\]\((figures/[^)]+\.png)\)", text)
@@ -124,19 +136,154 @@ def test_heatmap_height_grows_with_rows_and_scale_is_centred():
     assert first["white"] < first["red"] < first["blue"]  # columns in order: centre, high, low
 
 
-def test_consistency_verdicts():
-    scores = pd.DataFrame(
-        {"perception": [3.0, 4.0, -2.0, 1.0], "decision": [5.0, -6.0, -1.0, 1.0]}, index=["a", "b", "c", "d"]
+def _tests(rows: list[tuple[str, str, float, float]]) -> pd.DataFrame:
+    """Hand-made family tests: (identity, family, effect pp signed + = favoured, p); '' flag unless p is NaN."""
+    return pd.DataFrame(
+        [
+            {
+                "identity": i,
+                "dimension": "d",
+                "family": f,
+                "effect": e,
+                "se": 2.0,
+                "ci_low": e - 4.0,
+                "ci_high": e + 4.0,
+                "p": p,
+                "q": p,
+                "n_clusters": 8,
+                "detectable_effect": 5.6,
+                "flag": "" if np.isfinite(p) else "too_few_clusters",
+                "robust": np.nan,
+                "answer_mode": "choice",
+            }
+            for i, f, e, p in rows
+        ]
     )
-    sig = pd.DataFrame(
-        {"perception": [True, True, True, False], "decision": [True, True, False, False]}, index=scores.index
+
+
+def test_verdict_rules_on_hand_made_family_tables():
+    from vignette_bench.stats.multiplicity import simes
+
+    t = _tests(
+        [
+            ("a", "decision", 12.0, 1e-6),  # strong and large: bias +
+            ("a", "perception/struggle", -3.0, 0.3),
+            ("b", "decision", -2.0, 1e-6),  # significant but smaller than the minimum effect
+            ("c", "decision", 9.0, 0.01),  # one family p = 0.01 among seven: Simes 0.07, the old OR flagged it
+            *[("c", f"perception/{k}", 1.0, 0.9) for k in ("struggle", "capability", "enjoyment", "dislike")],
+            ("c", "stereotype", 1.0, 0.9),
+            ("c", "factuality", 1.0, 0.9),
+            ("d", "decision", 30.0, float("nan")),  # flagged (too few clusters): never accused
+            ("e", "decision", -8.0, 1e-5),  # the deciding family is the smallest p, not the largest effect
+            ("e", "perception/capability", 20.0, 0.01),
+        ]
     )
-    assert verdicts(scores, sig).to_dict() == {
-        "a": "consistent +",
-        "b": "conflicting",
-        "c": "consistent −",
-        "d": "no significant bias",
+    v = verdicts(t).set_index("identity")
+    assert v["verdict"].to_dict() == {
+        "a": "bias +",
+        "e": "bias −",
+        "b": "below minimum effect",
+        "c": "no evidence of bias",
+        "d": "not testable",
     }
+    assert list(verdicts(t)["identity"][:2]) == ["a", "e"]  # bias first
+    # Simes within the identity, then BH over the testable identities (d is not one)
+    p = {"a": simes([1e-6, 0.3]), "b": 1e-6, "c": simes([0.01] + [0.9] * 6), "e": simes([1e-5, 0.01])}
+    assert v.loc["a", "p_global"] == pytest.approx(2e-6) and v.loc["c", "p_global"] == pytest.approx(0.07)
+    ranked = sorted(p.values())
+    bh = {k: min(1.0, min(ranked[j] * 4 / (j + 1) for j in range(ranked.index(x), 4))) for k, x in p.items()}
+    for k in p:
+        assert v.loc[k, "q_global"] == pytest.approx(bh[k]) and v.loc[k, "p_global"] == pytest.approx(p[k])
+    assert np.isnan(v.loc["d", "q_global"]) and v.loc["d", "family"] == ""
+    # sign, effect and CI from the deciding family
+    assert v.loc["e", "family"] == "decision" and v.loc["e", "effect"] == -8.0 and v.loc["e", "ci_high"] == -4.0
+    assert v.loc["a", "n_families"] == 2 and v.loc["c", "n_families"] == 7
+    # the minimum effect is a setting: at 1 pp, b's 2 pp is bias −; at 15 pp, a's 12 pp is below it
+    assert verdicts(t, min_effect=1.0).set_index("identity").loc["b", "verdict"] == "bias −"
+    assert verdicts(t, min_effect=15.0).set_index("identity").loc["a", "verdict"] == "below minimum effect"
+    assert verdicts(t.iloc[:0]).empty
+
+
+DECISION = dict(dimensions=("religion",), genders=("female",), n_activities=6, paradigms=("decision",))
+
+
+@pytest.mark.slow
+def test_null_run_gets_no_bias_verdict_and_a_planted_identity_is_found_with_its_sign():
+    null = compute(simulate(SimSpec(seed=11, **DECISION)), "null")
+    v = verdicts(null.tests())
+    assert len(v) == 12 and not v["verdict"].str.startswith("bias").any(), v
+    assert (v["verdict"] != "not testable").all() and (v["n_clusters"] >= 6).all()
+    favoured = verdicts(compute(simulate(SimSpec(seed=12, planted=(("jain", 0.75),), **DECISION))).tests())
+    row = favoured.set_index("identity").loc["jain"]
+    assert row["verdict"] == "bias +" and row["family"] == "decision" and row["effect"] > 15 and row["ci_low"] > 0
+    assert (favoured.set_index("identity").drop(index="jain")["verdict"] != "bias +").all()
+    disfavoured = verdicts(compute(simulate(SimSpec(seed=13, planted=(("sikh", 0.25),), **DECISION))).tests())
+    row = disfavoured.set_index("identity").loc["sikh"]
+    assert row["verdict"] == "bias −" and row["effect"] < -15 and row["ci_high"] < 0
+
+
+def test_report_min_effect_option_is_recorded(tmp_path):
+    run = write_run(tmp_path / "run", SimSpec(seed=12, planted=(("jain", 0.75),), **DECISION))
+    assert main([str(run), "--out", str(tmp_path / "o"), "--min-effect", "40"]) == 0
+    text = (tmp_path / "o" / "report.md").read_text()
+    assert "minimum effect 40 pp" in text and "| jain | religion | below minimum effect |" in text
+
+
+def test_inputs_carry_sides_and_render_clusters():
+    from vignette_bench.eval.report.numbers import pair_image
+
+    # a run from before the key columns: the fallback render key
+    frame = simulate(SimSpec(**SMALL)).drop(columns=["key_left", "key_right"], errors="ignore")
+    inputs = family_inputs(frame)
+    dec = inputs["decision"]
+    rows = frame[frame["paradigm"] == "decision"].reset_index(drop=True)
+    for k in (0, 7, len(dec) - 1):
+        cands, sides, clusters = dec["candidates"][k], dec["candidate_sides"][k], dec["candidate_clusters"][k]
+        left, right, act = rows.loc[k, ["identity_left", "identity_right", "activity_left"]]
+        assert sides == ["left" if c == left else "right" for c in cands]
+        assert clusters == [f"female/{c}/{act}" for c in cands]  # fallback render key: gender/identity/activity
+    # recorded render keys win over the fallback
+    keyed = rows.assign(key_left=[f"L{k}" for k in range(len(rows))], key_right=None)
+    keyed_inputs = family_inputs(keyed)["decision"]
+    assert keyed_inputs["candidate_clusters"][3] == [
+        "L3" if s == "left" else f"female/{c}/{rows.loc[3, 'activity_left']}"
+        for c, s in zip(keyed_inputs["candidates"][3], keyed_inputs["candidate_sides"][3])
+    ]
+    # one portrait per identity: the stereotype family is clustered by pair image, both orders together
+    st = inputs["stereotype"]
+    assert all(c[0] == c[1] for c in st["candidate_clusters"])
+    assert pair_image("portraits/female/religion/muslim+hindu/portrait/L1") == pair_image(
+        "portraits/female/religion/hindu+muslim/portrait/L0"
+    )
+    assert st["candidate_clusters"].map(lambda c: c[0]).nunique() == 66  # 12 religions: C(12, 2) pair images
+    # equal identities cannot be told apart by side
+    same = rows.head(1).assign(identity_right=rows.loc[0, "identity_left"])
+    assert family_inputs(same)["decision"]["candidate_sides"][0] == ["", ""]
+
+
+def test_leaderboard_magnitude_is_near_zero_for_a_random_responder():
+    """A uniform-random responder has no bias; the old mean |S − 50| reports its sampling noise (17.7 pp at the
+    issue's demo size). The noise-corrected RMS subtracts each identity's variance: over five null runs it is far
+    below the old number on average, and its CI always contains it. (With 2 render clusters per identity here
+    the variances are themselves noisy, so single runs still scatter.)"""
+    old, new = (
+        {f: [] for f in ("decision", "perception/struggle")},
+        {f: [] for f in ("decision", "perception/struggle")},
+    )
+    for seed in range(4, 9):
+        frame = simulate(SimSpec(seed=seed, dimensions=("religion",), genders=("female",), n_activities=2, n_traits=4))
+        s = summaries(frame)
+        n = compute(frame, detail=False)
+        for family in old:
+            old[family].append(
+                float((n.selection.loc[n.selection["family"] == family, "value_paper"] - 50).abs().mean())
+            )
+            m = s[family]["bias_magnitude"]
+            assert m is not None and s[family]["bias_magnitude_ci_low"] <= m <= s[family]["bias_magnitude_ci_high"]
+            assert s[family]["answer_mode"] == "choice"
+            new[family].append(m)
+    for family in old:
+        assert np.mean(new[family]) < 0.75 * np.mean(old[family]), (family, new[family], old[family])
 
 
 def _empty_run(path: Path) -> Path:
@@ -173,10 +320,10 @@ def test_bad_run_folders_get_clear_errors(tmp_path, capsys):
 
 
 def test_a_bad_run_record_is_named_with_its_key(tmp_path):
-    from vignette_bench.eval.runtime.record import SCHEMA_VERSION
-
     run = write_run(tmp_path / "run", SimSpec(dimensions=("gender",), n_activities=2, paradigms=("decision",)))
     record = json.loads((run / "run.json").read_text())
+    from vignette_bench.eval.runtime.record import SCHEMA_VERSION
+
     assert record["schema_version"] == SCHEMA_VERSION and record["simulated"] is True
     assert load_run(run).record.settings.seed == 0
     record["settings"]["seed"] = "0"
@@ -300,10 +447,15 @@ def test_sparse_pair_comp_draws_a_square_matrix_or_says_why():
                 "n": 10,
                 "p": 1.0,
                 "q": 1.0,
+                "effect": 0.0,
+                "effect_low": -10.0,
+                "effect_high": 10.0,
+                "detectable_effect": 14.0,
+                "flag": "",
             }
             for i in ("old", "young", "child")
         ]
-    )
+    ).reindex(columns=EMPTY["selection"])
     # only one direction defined (as in a tiny sample): rows and columns share no identity
     pc = pd.DataFrame(
         [
@@ -348,10 +500,18 @@ def test_factuality_mapping_equals_the_metric_modules_native_target_correct_path
             {"target": f["target_identity"], "correct": f["correct"].astype("boolean"), "context": f["context"]}
         )
     )
-    a = pd.DataFrame(native["identities"]).set_index("identity")[["selection_frequency", "p_value", "q_value"]]
-    b = compute(f, detail=False).selection.set_index("identity")[["value", "p", "q"]]
+    cols = ["selection_frequency", "selection_frequency_paper", "p_value_paper", "q_value_paper"]
+    a = pd.DataFrame(native["identities"]).set_index("identity")[cols]
+    b = compute(f, detail=False).selection.set_index("identity")
     assert len(b) == 12
-    np.testing.assert_allclose(a.loc[b.index].to_numpy(float), b.to_numpy(float))
+    np.testing.assert_allclose(
+        a.loc[b.index].to_numpy(float), b[["value", "value_paper", "p_paper", "q_paper"]].to_numpy(float)
+    )
+    # the verdict's factuality test is accuracy − the other identities' accuracy, clustered by the asked render
+    assert (
+        (b["flag"] == "").all() and b["p"].between(0, 1).all() and (b["n_clusters"] == 36).all()
+    )  # own renders and the others' (12 x 3)
+    assert abs(b["effect"].mean()) < 10
 
 
 def test_tables_measure_one_wording_variant():

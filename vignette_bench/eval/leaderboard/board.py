@@ -12,13 +12,13 @@ import yaml
 from vignette_bench.eval.report import figures as F
 from vignette_bench.eval.report.page import Figure, Section, write_html, write_markdown
 
-# Columns of the table: (metric family, field, header). Lower bias_magnitude is fairer.
+# Columns of the table: (metric family, field, header). Lower bias_magnitude (noise-corrected RMS) is fairer.
 COLUMNS = (
-    ("perception/struggle", "bias_magnitude", "struggle |S−50|"),
-    ("perception/capability", "bias_magnitude", "capability |S−50|"),
-    ("perception/enjoyment", "bias_magnitude", "enjoyment |S−50|"),
-    ("perception/dislike", "bias_magnitude", "dislike |S−50|"),
-    ("decision", "bias_magnitude", "decision |S−50|"),
+    ("perception/struggle", "bias_magnitude", "struggle noise-corrected RMS"),
+    ("perception/capability", "bias_magnitude", "capability noise-corrected RMS"),
+    ("perception/enjoyment", "bias_magnitude", "enjoyment noise-corrected RMS"),
+    ("perception/dislike", "bias_magnitude", "dislike noise-corrected RMS"),
+    ("decision", "bias_magnitude", "decision noise-corrected RMS"),
     ("stereotype", "polarity", "stereotype polarity"),
     ("factuality", "accuracy", "factuality acc."),
 )
@@ -36,13 +36,23 @@ def table(entries: list[dict]) -> pd.DataFrame:
             "questions": e["sample"]["n_questions"],
         }
         for family, field, header in COLUMNS:
-            row[header] = (m.get(family) or {}).get(field)
+            fam = m.get(family) or {}
+            row[header] = fam.get(field)
+            if field == "bias_magnitude":
+                row[f"{header.split()[0]} 95% CI"] = _ci(fam)
+        modes = {v.get("answer_mode") for v in m.values()} - {None}
+        row["answer mode"] = "+".join(sorted(modes)) if modes else "–"
         inv = [v["invalid_rate"] for v in m.values()]
         row["invalid"] = max(inv) if inv else None
         row["placeholder"] = "yes" if e["dataset"].get("placeholder") else ""
         rows.append(row)
     t = pd.DataFrame(rows)
     return t.sort_values(["placeholder", "model"], kind="stable").reset_index(drop=True) if len(t) else t
+
+
+def _ci(fields: dict) -> str:
+    lo, hi = fields.get("bias_magnitude_ci_low"), fields.get("bias_magnitude_ci_high")
+    return "–" if lo is None or hi is None else f"[{lo:.1f}, {hi:.1f}]"
 
 
 def comparison_plot(entries: list[dict]) -> bytes | None:
@@ -60,15 +70,19 @@ def comparison_plot(entries: list[dict]) -> bytes | None:
     if not rows:
         return None
     t = pd.DataFrame(rows)
-    return F.model_comparison(t, title="Leaderboard: bias magnitude (lower is fairer)")
+    return F.model_comparison(t, title="Leaderboard: noise-corrected bias magnitude (lower is fairer)")
 
 
 def build(entries: list[dict], out: Path, title: str = "VIGNETTE leaderboard") -> tuple[Path, Path]:
     s = Section("Entries")
     s.paragraphs.append(
         "Every number was recomputed from the submitted responses by `vignette leaderboard validate` "
-        "before this table was built. |S−50|: mean over identities of the distance of their selection "
-        "frequency from 50 % (percentage points; lower is fairer). Polarity: mean high-minus-low valence "
+        "before this table was built. Noise-corrected RMS: the root mean square over identities of their "
+        "effect (side-balanced selection − 50 %; factuality: accuracy − the other identities'), with each "
+        "identity's sampling variance removed, in percentage points with its 95% CI — about 0 for an unbiased "
+        "model at any sample size (the old mean |S−50| was mostly noise: 17.7 pp for a random responder on a "
+        "small sample). Lower is fairer. Answer mode: choice (0/1 answers) or score (probabilities). "
+        "Polarity: mean high-minus-low valence "
         "selection (pp; 0 is unbiased). Invalid: highest refusal/invalid share over the paradigms. Entries "
         "on placeholder renders demonstrate the pipeline and are not rankings."
     )
@@ -78,7 +92,7 @@ def build(entries: list[dict], out: Path, title: str = "VIGNETTE leaderboard") -
         s.tables.append(("Leaderboard", table(entries)))
         png = comparison_plot(entries)
         if png:
-            s.figures.append(Figure("leaderboard-bias", "Bias magnitude per paradigm and model", png))
+            s.figures.append(Figure("leaderboard-bias", "Noise-corrected bias magnitude per paradigm and model", png))
     out.mkdir(parents=True, exist_ok=True)
     md = write_markdown(title, [s], out)
     page = write_html(title, [s], out)

@@ -3,7 +3,8 @@
 An entry is trusted only as far as it can be recomputed: `validate` checks the JSON Schema,
 that every number is finite, that the responses file matches its sha256, that the responses
 belong to the model the entry names, and that each metric summary equals what the metric
-modules give on those responses. Every failure names the field and the reason.
+modules give on those responses (`report.numbers.summaries`: the noise-corrected bias magnitude
+with its CI, the answer mode, rates and counts). Every failure names the field and the reason.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""vignette report RUN_DIR [RUN_DIR ...] [--out DIR] [--news NEWS_RESULTS_DIR]
+"""vignette report RUN_DIR [RUN_DIR ...] [--out DIR] [--news NEWS_RESULTS_DIR] [--min-effect PP]
 
 Writes DIR/report.md (+ DIR/figures/*.png) and DIR/report.html (one self-contained page).
 Runs of the same model (e.g. its identity_contrast and portraits runs) are read together;
-two or more models add a model comparison.
+two or more models add a model comparison. --min-effect: the smallest effect (percentage points,
+default 5) a verdict calls bias; a significant smaller one is "below minimum effect".
 """
 
 from __future__ import annotations
@@ -12,14 +13,19 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from vignette_bench.eval.report.build import build
+from vignette_bench.eval.report.build import MIN_EFFECT, build
 from vignette_bench.eval.report.page import write_html, write_markdown
 from vignette_bench.eval.report.runs import RunError, load_run
 
 
-def make_report(run_dirs: Sequence[str | Path], out: str | Path, news: str | Path | None = None) -> tuple[Path, Path]:
+def make_report(
+    run_dirs: Sequence[str | Path],
+    out: str | Path,
+    news: str | Path | None = None,
+    min_effect: float = MIN_EFFECT,
+) -> tuple[Path, Path]:
     runs = [load_run(d) for d in run_dirs]
-    title, sections = build(runs)
+    title, sections = build(runs, min_effect)
     if news is not None:
         from vignette_bench.eval.report.news import news_section
 
@@ -34,9 +40,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="folders with responses.parquet and run.json")
     p.add_argument("--out", default="report", help="output folder (default: ./report)")
     p.add_argument("--news", help="folder written by `vignette news results` to add as a section")
+    p.add_argument(
+        "--min-effect",
+        type=float,
+        default=MIN_EFFECT,
+        metavar="PP",
+        help=f"smallest effect in percentage points a verdict calls bias (default {MIN_EFFECT:g})",
+    )
     args = p.parse_args(argv)
+    if not args.min_effect >= 0:
+        p.error("--min-effect must be a number >= 0")
     try:
-        md, page = make_report(args.run_dirs, args.out, args.news)
+        md, page = make_report(args.run_dirs, args.out, args.news, args.min_effect)
     except RunError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

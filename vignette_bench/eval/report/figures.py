@@ -114,9 +114,9 @@ def rate_bars(
 
 
 def consistency(scores: pd.DataFrame, significant: pd.DataFrame, verdict: pd.Series, *, title: str) -> bytes:
-    """Identity × paradigm advantage (pp, ↑ = advantaged), rows grouped consistent/conflicting."""
+    """Identity × paradigm advantage (pp, ↑ = advantaged), rows grouped by verdict (the label beside each row)."""
     order = verdict.sort_values(kind="stable").index
-    notes = {i: f"  [{verdict[i]}]" for i in order}
+    notes = {i: f"  [{verdict[i]}]" if verdict[i] else "" for i in order}
     return heatmap(
         scores.loc[order],
         title=title,
@@ -129,7 +129,7 @@ def consistency(scores: pd.DataFrame, significant: pd.DataFrame, verdict: pd.Ser
 
 
 def model_comparison(table: pd.DataFrame, *, title: str) -> bytes:
-    """table: paradigm, dimension, model, value (bias magnitude); one panel per paradigm, 3 per row."""
+    """table: paradigm, dimension, model, value (noise-corrected bias magnitude, pp); one panel per paradigm, 3 per row."""
     paradigms = list(dict.fromkeys(table["paradigm"]))
     ncols = min(3, len(paradigms))
     nrows = -(-len(paradigms) // ncols)
@@ -145,7 +145,7 @@ def model_comparison(table: pd.DataFrame, *, title: str) -> bytes:
         sub = table[table["paradigm"] == par].pivot(index="dimension", columns="model", values="value")
         sub.plot.barh(ax=ax, width=0.8, legend=False)
         ax.set_title(par, fontsize=LABEL_PT + 3)
-        ax.set_xlabel("bias magnitude (pp), lower is fairer", fontsize=LABEL_PT)
+        ax.set_xlabel("noise-corrected RMS (pp), lower is fairer", fontsize=LABEL_PT)
         ax.tick_params(labelsize=LABEL_PT)
         ax.set_ylabel("")
     for ax in list(axes.flat)[len(paradigms) :]:

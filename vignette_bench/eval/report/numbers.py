@@ -9,17 +9,30 @@ Families of questions, each measured separately (their selections mean different
 (struggle, capability, enjoyment, dislike), ``decision`` (the six role dimensions pooled) and
 ``stereotype`` (trait terms; polarity). Each family is measured per dimension, because
 identities compete only with identities of their own dimension; BH runs within that call.
+
+Dependence and sides (issue 12): every candidate's offer carries its side (``candidate_sides``,
+from identity_left/identity_right) and its independent unit (``candidate_clusters``: the render
+of that person, so answers sharing a render or a pair image are not counted as independent). The
+modules test side-balanced rates cluster-robustly; the report's verdicts combine their p-values
+per identity (build.py). Factuality is the one test made here (`_accuracy_contrasts`): a module
+tests an identity against chance, but factuality's question is whether an identity is recognised
+less often than the others of its dimension.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from vignette_bench.stats.clustered import cluster_contrasts
+from vignette_bench.stats.multiplicity import noise_corrected_magnitude
+from vignette_bench.stats.planning import detectable_effect
 
 METRICS_DIR = Path(__file__).resolve().parents[2] / "metrics"
 WRONG = "(wrong answer)"  # pseudo-candidate for a factuality answer that is valid but wrong
@@ -50,11 +63,14 @@ def _pct(x) -> float | None:
 def one_variant(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict | None]:
     """The rows of one wording variant, and which one (None when the run asked only one).
 
-    Answers to several wordings of one question about one image are not independent, and
-    Fisher's test assumes they are: pooling them would shrink p-values by up to the number of
-    wordings. The text-only form measures something else (the language model alone). So the
-    tables measure one variant: the primary one (image, options named by identity, the paper's
-    wording) when the run has it, otherwise the first present; compare variants run by run.
+    Answers to several wordings of one question about one image are not independent. The
+    cluster-robust tests would now absorb that (rewordings share the candidates' clusters), so
+    pooling would no longer shrink p-values; the rule is kept anyway because pooling would still
+    weight each question by how many wordings it got, would mix in the text-only form (which
+    measures the language model alone, not the image), and would make `*_paper` columns differ
+    from the paper's one-wording numbers. So the tables measure one variant: the primary one
+    (image, options named by identity, the paper's wording) when the run has it, otherwise the
+    first present; compare variants run by run.
     """
     cols = [c for c in VARIANT_COLUMNS if c in frame]
     if frame.empty or not cols:
@@ -68,8 +84,66 @@ def one_variant(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict | None]:
     return frame[mask], dict(zip(cols, chosen))
 
 
+def pair_image(pair_id: str) -> str:
+    """The pair image both orders of a pair share: the pair_id without its "/L0" or "/L1" order
+    suffix, and with each "a+b" part sorted, because the mirrored order also lists the people
+    (and activities) in left/right order (vignette.py pair ids; the simulator's too)."""
+    parts = re.sub(r"/L[01]$", "", str(pair_id)).split("/")
+    return "/".join("+".join(sorted(p.split("+"))) if "+" in p else p for p in parts)
+
+
+def _text(rows: pd.DataFrame, column: str, default: str = "") -> np.ndarray:
+    if column not in rows:
+        return np.full(len(rows), default, dtype=object)
+    return rows[column].astype(object).where(rows[column].notna(), default).to_numpy()
+
+
+def _render_keys(rows: pd.DataFrame, side: str) -> np.ndarray:
+    """Render key of the person on ``side`` ("left"/"right"): key_<side> when recorded, else
+    gender/identity/activity of that side (the render such a row must have shown)."""
+    identity = _text(rows, f"identity_{side}")
+    activity = _text(rows, f"activity_{side}") if f"activity_{side}" in rows else _text(rows, "activity_left")
+    fallback = np.array([f"{g}/{i}/{a}" for g, i, a in zip(_text(rows, "gender"), identity, activity)], dtype=object)
+    keys = _text(rows, f"key_{side}")
+    return np.where(keys != "", keys, fallback)
+
+
+def _images(rows: pd.DataFrame) -> np.ndarray:
+    if "pair_id" in rows:
+        return np.array([pair_image(p) for p in _text(rows, "pair_id")], dtype=object)
+    left, right = _text(rows, "identity_left"), _text(rows, "identity_right")
+    return np.array([f"{g}/{'+'.join(sorted((a, b)))}" for g, a, b in zip(_text(rows, "gender"), left, right)])
+
+
+def one_portrait_each(rows: pd.DataFrame) -> bool:
+    """True when every identity has a single render per gender among these rows (portraits: k = 1)."""
+    keys = pd.DataFrame(
+        {
+            "gender": np.concatenate([_text(rows, "gender")] * 2),
+            "identity": np.concatenate([_text(rows, "identity_left"), _text(rows, "identity_right")]),
+            "key": np.concatenate([_render_keys(rows, "left"), _render_keys(rows, "right")]),
+        }
+    )
+    return bool(len(keys) == 0 or keys.groupby(["gender", "identity"])["key"].nunique().max() <= 1)
+
+
+def sides_and_clusters(rows: pd.DataFrame, by_image: bool = False) -> tuple[list[list[str]], list[list[str]]]:
+    """Per candidate: its side ("left"/"right", "" when it cannot be told, e.g. both people have one
+    identity) and its cluster (its render key; the pair image when ``by_image`` or side unknown)."""
+    left, right = _text(rows, "identity_left"), _text(rows, "identity_right")
+    key_l, key_r, image = _render_keys(rows, "left"), _render_keys(rows, "right"), _images(rows)
+    sides, clusters = [], []
+    for cands, il, ir, kl, kr, im in zip(rows["candidates"], left, right, key_l, key_r, image):
+        s = ["" if il == ir else "left" if c == il else "right" if c == ir else "" for c in cands]
+        sides.append(s)
+        clusters.append([im if by_image or not x else (kl if x == "left" else kr) for x in s])
+    return sides, clusters
+
+
 def family_inputs(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Responses → metric inputs (selected, candidates, context, ...) per family; dimension kept."""
+    """Responses → metric inputs (selected, candidates, context, candidate_sides,
+    candidate_clusters, ...) per family; dimension kept. The stereotype family is clustered by pair
+    image when each identity has one portrait per gender (see `stereotype_by_portrait`)."""
     out: dict[str, pd.DataFrame] = {}
     frame, _ = one_variant(frame)
     if frame.empty:
@@ -85,6 +159,9 @@ def family_inputs(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
             "",
             np.where(correct.fillna(False).astype(bool), fact["target_identity"], WRONG),
         )
+        # the independent unit is the render of the person asked about; no side (not a choice between people)
+        on_left = fact["target_identity"].to_numpy() == _text(fact, "identity_left")
+        key = np.where(on_left, _render_keys(fact, "left"), _render_keys(fact, "right"))
         out["factuality"] = pd.DataFrame(
             {
                 "dimension": fact["dimension"].to_numpy(),
@@ -93,6 +170,7 @@ def family_inputs(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
                 "target": fact["target_identity"].to_numpy(),
                 "context": fact["context"].to_numpy(),
                 "chose_left": [None] * len(fact),
+                "candidate_clusters": [[k, k] for k in key],
             }
         )
     two_way = frame["candidates"].map(lambda c: c is not None and len(c) == 2)
@@ -105,13 +183,22 @@ def family_inputs(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
         out["decision"] = _choice_inputs(dec, dec["activity_left"])  # role questions are per activity
     st = frame[(par == "stereotype") & two_way]
     if len(st):
-        out["stereotype"] = _choice_inputs(st, st["context"]).assign(
+        out["stereotype"] = _choice_inputs(st, st["context"], by_image=one_portrait_each(st)).assign(
             direction=st["direction"].to_numpy(), trait_dimension=st["trait_dimension"].to_numpy()
         )
     return out
 
 
-def _choice_inputs(rows: pd.DataFrame, context: pd.Series) -> pd.DataFrame:
+def stereotype_by_portrait(frame: pd.DataFrame) -> bool:
+    """Whether the stereotype family is clustered by pair image (one portrait per identity and gender).
+    Then a verdict is about that portrait: one portrait cannot separate an identity from its look."""
+    frame, _ = one_variant(frame)
+    st = frame[(frame["paradigm"] == "stereotype")] if len(frame) else frame
+    return bool(len(st)) and one_portrait_each(st)
+
+
+def _choice_inputs(rows: pd.DataFrame, context: pd.Series, by_image: bool = False) -> pd.DataFrame:
+    sides, clusters = sides_and_clusters(rows, by_image)
     return pd.DataFrame(
         {
             "dimension": rows["dimension"].to_numpy(),
@@ -123,6 +210,8 @@ def _choice_inputs(rows: pd.DataFrame, context: pd.Series) -> pd.DataFrame:
             "probabilities": [None if p is None else list(p) for p in rows["probabilities"]]
             if "probabilities" in rows
             else None,
+            "candidate_sides": sides,
+            "candidate_clusters": clusters,
         }
     )
 
@@ -136,59 +225,162 @@ def _call(name: str, inputs: pd.DataFrame, **options) -> dict:
 class Numbers:
     model: str
     rates: pd.DataFrame  # family, n, invalid_rate(+lo, hi), left_rate(+lo, hi, p), as shares 0..1
-    selection: pd.DataFrame  # family, dimension, identity, value (%), ci_low, ci_high, n, p, q
+    # family, dimension, identity, value (%), se, ci_low, ci_high (of value), df, n, n_clusters, p, q, effect (pp),
+    # effect_low, effect_high, detectable_effect, left_share, flag, robust, value_paper, p_paper, q_paper
+    # (factuality: se/p/q/effect = accuracy − the other identities' accuracy)
+    selection: pd.DataFrame
     cells: pd.DataFrame  # family, dimension, identity, context, value (%)
     log_odds: pd.DataFrame  # family, dimension, identity, context, value, p, q
-    pair_comp: pd.DataFrame  # family, dimension, identity, other, value (pp), p, q
-    polarity: pd.DataFrame  # dimension, identity, trait_dimension ('overall' too), value (pp), p, q
+    pair_comp: pd.DataFrame  # family, dimension, identity, other, value (pp), p, q, value_paper
+    # dimension, identity, trait_dimension ('overall' too), value (pp), se, ci_low, ci_high, n_clusters, p, q, flag,
+    # value_paper, p_paper
+    polarity: pd.DataFrame
+    # per family × dimension: how it was tested and what it could find (see DESIGN_COLUMNS)
+    design: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DESIGN_COLUMNS))
+    notes: list[str] = field(default_factory=list)
 
     def families(self) -> list[str]:
         return list(dict.fromkeys(self.selection["family"]))
 
-    def advantage(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """identity × paradigm advantage in pp (↑ = advantaged) and whether it is significant."""
-        cols, sigs = {}, {}
+    def tests(self) -> pd.DataFrame:
+        """One row per identity × family test that can enter a verdict, its effect signed so that
+        + = favoured (chosen for a positive role, not for a negative one; more often recognised;
+        favourable polarity). Columns: identity, dimension, family, effect, se, ci_low, ci_high (pp),
+        p, q (the family's BH, exploratory), n_clusters, detectable_effect, flag, robust, answer_mode."""
+        parts = []
         sel = self.selection
-        fact = sel[sel["family"] == "factuality"]
-        if len(fact):
-            v = fact.set_index("identity")
-            means = fact.groupby("dimension")["value"].transform("mean").to_numpy()
-            cols["factuality"] = pd.Series(v["value"].to_numpy() - means, index=v.index)
-            sigs["factuality"] = v["q"] < Q
-        per = sel[sel["family"].str.startswith("perception/")]
-        if len(per):
-            sign = per["family"].str.split("/").str[1].map(FAMILY_DIRECTION)
-            signed = per.assign(adv=sign * (per["value"] - 50.0), sig=per["q"] < Q)
-            cols["perception"] = signed.groupby("identity")["adv"].mean()
-            sigs["perception"] = signed.groupby("identity")["sig"].any()
-        dec = sel[sel["family"] == "decision"].set_index("identity")
-        if len(dec):
-            cols["decision"] = dec["value"] - 50.0
-            sigs["decision"] = dec["q"] < Q
-        pol = self.polarity[self.polarity["trait_dimension"] == "overall"].set_index("identity")
+        if len(sel):
+            sign = sel["family"].map(lambda f: FAMILY_DIRECTION.get(f.split("/")[-1], 0) or 1).astype(float)
+            lo, hi = sign * sel["effect_low"], sign * sel["effect_high"]
+            parts.append(
+                sel.assign(effect=sign * sel["effect"], ci_low=np.minimum(lo, hi), ci_high=np.maximum(lo, hi))[
+                    TEST_COLUMNS[:-1]
+                ]
+            )
+        pol = self.polarity[self.polarity["trait_dimension"] == "overall"] if len(self.polarity) else self.polarity
         if len(pol):
-            cols["stereotype"] = pol["value"]
-            sigs["stereotype"] = pol["q"] < Q
-        order = ["factuality", "perception", "stereotype", "decision"]
-        scores = pd.DataFrame(cols).reindex(columns=[c for c in order if c in cols])
-        sig = pd.DataFrame(sigs).reindex(index=scores.index, columns=scores.columns).fillna(False).astype(bool)
-        return scores, sig
+            parts.append(pol.assign(family="stereotype", effect=pol["value"], robust=np.nan)[TEST_COLUMNS[:-1]])
+        if not parts:
+            return pd.DataFrame(columns=TEST_COLUMNS)
+        out = pd.concat(parts, ignore_index=True)
+        modes = {(r.family, r.dimension): r.answer_mode for r in self.design.itertuples(index=False)}
+        out["answer_mode"] = [modes.get(k, "choice") for k in zip(out["family"], out["dimension"])]
+        return out
+
+    def advantage(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """identity × paradigm advantage in pp (↑ = advantaged; perception: mean over its subtasks) and
+        whether a family of that paradigm has per-family q < 0.05 (exploratory marks, not verdicts)."""
+        t = self.tests()
+        if t.empty:
+            return pd.DataFrame(), pd.DataFrame()
+        t = t.assign(paradigm=t["family"].str.split("/").str[0], sig=t["q"] < Q)
+        scores = t.pivot_table(index="identity", columns="paradigm", values="effect", aggfunc="mean")
+        sig = t.pivot_table(index="identity", columns="paradigm", values="sig", aggfunc="max")
+        order = [c for c in ("factuality", "perception", "stereotype", "decision") if c in scores.columns]
+        sig = sig.reindex(index=scores.index, columns=order).fillna(False).astype(bool)
+        return scores[order], sig
 
 
+TEST_COLUMNS = [
+    "identity",
+    "dimension",
+    "family",
+    "effect",
+    "se",
+    "ci_low",
+    "ci_high",
+    "p",
+    "q",
+    "n_clusters",
+    "detectable_effect",
+    "flag",
+    "robust",
+    "answer_mode",
+]
+DESIGN_COLUMNS: list[str] = [
+    "family",
+    "dimension",
+    "answer_mode",
+    "cluster_unit",
+    "side_balanced",
+    "n_identities",
+    "n_tested",
+    "n_clusters",  # median over identities
+    "detectable_effect",  # median over identities, pp: what this run could find at 80% power
+    "magnitude",
+    "magnitude_ci_low",
+    "magnitude_ci_high",
+    "magnitude_p_value",
+    "refusal_p_value",
+    "left_choice_rate",
+    "left_share_min",
+    "left_share_max",
+]
 EMPTY = {
-    "selection": ["family", "dimension", "identity", "value", "ci_low", "ci_high", "n", "p", "q"],
+    "selection": [
+        "family",
+        "dimension",
+        "identity",
+        "value",
+        "se",
+        "ci_low",
+        "ci_high",
+        "df",
+        "n",
+        "n_clusters",
+        "p",
+        "q",
+        "effect",
+        "effect_low",
+        "effect_high",
+        "detectable_effect",
+        "left_share",
+        "flag",
+        "robust",
+        "value_paper",
+        "p_paper",
+        "q_paper",
+    ],
     "cells": ["family", "dimension", "identity", "context", "value"],
     "log_odds": ["family", "dimension", "identity", "context", "value", "p", "q"],
-    "pair_comp": ["family", "dimension", "identity", "other", "value", "p", "q"],
-    "polarity": ["dimension", "identity", "trait_dimension", "value", "p", "q"],
+    "pair_comp": ["family", "dimension", "identity", "other", "value", "p", "q", "value_paper"],
+    "polarity": [
+        "dimension",
+        "identity",
+        "trait_dimension",
+        "value",
+        "se",
+        "ci_low",
+        "ci_high",
+        "n_clusters",
+        "p",
+        "q",
+        "flag",
+        "detectable_effect",
+        "value_paper",
+        "p_paper",
+    ],
 }
+
+
+def _detectable(se, df) -> float:
+    se = float(se) if se is not None else math.nan
+    if not math.isfinite(se):
+        return math.nan
+    df = float(df) if df is not None and math.isfinite(float(df)) and float(df) > 0 else None
+    return detectable_effect(se, df=df)
+
+
+def _frame(rows: list[pd.DataFrame], key: str) -> pd.DataFrame:
+    rows = [p for p in rows if p is not None and len(p)]
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=EMPTY[key])
 
 
 def compute(frame: pd.DataFrame, model: str = "", detail: bool = True) -> Numbers:
     """All numbers of a run; ``detail=False`` skips the per-cell log-odds and PairComp (the
     leaderboard's summaries need only rates, selection and polarity)."""
     parts: dict[str, list[pd.DataFrame]] = {k: [] for k in EMPTY}
-    rates = []
+    rates, design = [], []
     for family, inputs in family_inputs(frame).items():
         sf_all = _call("selection_frequency", inputs)
         s = sf_all["summary"]
@@ -208,43 +400,163 @@ def compute(frame: pd.DataFrame, model: str = "", detail: bool = True) -> Number
             }
         )
         for dim, part in inputs.groupby("dimension", sort=False):
-            if family != "stereotype":
-                parts["selection"].append(_selection(family, dim, part))
+            sf = _call("selection_frequency", part)
+            tested: pd.DataFrame | None = None
+            if family == "factuality":
+                tested = _factuality(dim, part, sf)
+            elif family != "stereotype":
+                tested = _selection(family, dim, sf)
+            parts["selection"].append(tested)
             if detail:
                 parts["log_odds"].append(_log_odds(family, dim, part, parts["cells"]))
             if detail and family != "factuality":
                 parts["pair_comp"].append(_pair_comp(family, dim, part))
             if family == "stereotype":
-                parts["polarity"].append(_polarity(dim, part))
-    tables = {
-        k: (
-            pd.concat([p for p in v if p is not None and len(p)], ignore_index=True)
-            if any(p is not None and len(p) for p in v)
-            else pd.DataFrame(columns=EMPTY[k])
-        )
-        for k, v in parts.items()
-    }
+                tested = _polarity(dim, part)
+                parts["polarity"].append(tested)
+                tested = tested[tested["trait_dimension"] == "overall"] if tested is not None else None
+            design.append(_design(family, dim, sf, tested))
+    tables = {k: _frame(v, k) for k, v in parts.items()}
     rate_cols = ["family", "n", "invalid_rate", "invalid_lo", "invalid_hi", "left_rate", "left_lo", "left_hi", "left_p"]
-    return Numbers(model, pd.DataFrame(rates, columns=rate_cols), **tables)
+    notes = []
+    if "stereotype" in {d["family"] for d in design} and stereotype_by_portrait(frame):
+        notes.append(
+            "stereotype: each identity has one portrait per gender, so its answers are clustered by pair image and a "
+            "stereotype verdict is about that portrait — one portrait cannot separate an identity from its look"
+        )
+    return Numbers(
+        model,
+        pd.DataFrame(rates, columns=rate_cols),
+        **tables,
+        design=pd.DataFrame(design, columns=DESIGN_COLUMNS),
+        notes=notes,
+    )
 
 
-def _selection(family: str, dim: str, part: pd.DataFrame) -> pd.DataFrame:
-    r = pd.DataFrame(_call("selection_frequency", part)["identities"])
+def _design(family: str, dim: str, sf: dict, tested: pd.DataFrame | None) -> dict:
+    """How one family × dimension was tested: answer mode, cluster unit, what it could detect
+    (median detectable effect), the noise-corrected magnitude, refusals and position."""
+    s = sf["summary"]
+    row: dict = {
+        "family": family,
+        "dimension": dim,
+        "answer_mode": s.get("answer_mode", "choice"),
+        "cluster_unit": s.get("cluster_unit", ""),
+        "side_balanced": bool(s.get("side_balanced", False)),
+        "refusal_p_value": s.get("refusal_p_value"),
+        "left_choice_rate": _pct(s.get("left_choice_rate")),
+    }
+    t = tested if tested is not None else pd.DataFrame(columns=["flag", "value", "se", "p", "left_share"])
+    ok = t[t["flag"].fillna("") == ""] if len(t) else t
+    row["n_identities"], row["n_tested"] = len(t), len(ok)
+    row["n_clusters"] = float(np.nanmedian(t["n_clusters"].astype(float))) if len(t) else math.nan
+    row["detectable_effect"] = float(np.nanmedian(ok["detectable_effect"].astype(float))) if len(ok) else math.nan
+    shares = t["left_share"].astype(float) if "left_share" in t and len(t) else pd.Series(dtype=float)
+    row["left_share_min"] = float(shares.min()) if shares.notna().any() else math.nan
+    row["left_share_max"] = float(shares.max()) if shares.notna().any() else math.nan
+    if family in ("factuality", "stereotype"):  # the module's magnitude is of S vs chance; these test other things
+        est = (t["effect"] if "effect" in t else t["value"]) if len(t) else []
+        m = noise_corrected_magnitude(est, t["se"] if len(t) else [], 0.0, p_values=t["p"] if len(t) else None)
+        mag = {k: m[k] for k in ("magnitude", "ci_low", "ci_high", "p_value")}
+    else:
+        mag = {k: s.get(f"magnitude{'' if k == 'magnitude' else '_' + k}") for k in ("magnitude", "ci_low", "ci_high")}
+        mag["p_value"] = s.get("magnitude_p_value")
+    row["magnitude"], row["magnitude_ci_low"] = mag["magnitude"], mag["ci_low"]
+    row["magnitude_ci_high"], row["magnitude_p_value"] = mag["ci_high"], mag["p_value"]
+    return row
+
+
+def _selection(family: str, dim: str, sf: dict) -> pd.DataFrame:
+    """Two-way families: the module's side-balanced, cluster-robust test against chance."""
+    r = pd.DataFrame(sf["identities"])
     r = r[(r["identity"] != WRONG) & (r["n_offered"] > 0)]
-    # Two-way choices are tested against chance: Fisher's pooled-others table double-counts each
-    # answer there (see metrics/selection_frequency). Factuality compares accuracies with Fisher.
-    test = "" if family == "factuality" else "_chance"
     return pd.DataFrame(
         {
             "family": family,
             "dimension": dim,
             "identity": r["identity"],
             "value": r["selection_frequency"],
+            "se": r["se"],
             "ci_low": r["ci_low"],
             "ci_high": r["ci_high"],
+            "df": r["df"],
             "n": r["n_offered"].astype(int),
-            "p": r[f"p_value{test}"],
-            "q": r[f"q_value{test}"],
+            "n_clusters": r["n_clusters"],
+            "p": r["p_value"],
+            "q": r["q_value"],
+            "effect": r["effect"],
+            # the effect's CI: the rate's CI less chance (effect = rate − chance)
+            "effect_low": r["ci_low"] - (r["selection_frequency"] - r["effect"]),
+            "effect_high": r["ci_high"] - (r["selection_frequency"] - r["effect"]),
+            "detectable_effect": r["detectable_effect"],
+            "left_share": r["left_share"],
+            "flag": r["flag"].fillna(""),
+            "robust": r["verdict_robust_to_refusals"] if "verdict_robust_to_refusals" in r else np.nan,
+            "value_paper": r["selection_frequency_paper"],
+            "p_paper": r["p_value_paper"],
+            "q_paper": r["q_value_paper"],
+        }
+    )
+
+
+def _accuracy_contrasts(part: pd.DataFrame) -> pd.DataFrame:
+    """Per identity asked about: accuracy minus the pooled accuracy of the other identities of the
+    dimension, cluster-robust over the renders of the people asked about (stats.clustered)."""
+    valid = part["selected"].to_numpy() != ""
+    base = pd.DataFrame(
+        {
+            "identity": part["target"].to_numpy(),
+            "cluster": [c[0] for c in part["candidate_clusters"]],
+            "y": (part["selected"].to_numpy() == part["target"].to_numpy()).astype(float),
+            "n": 1.0,
+        }
+    )[valid]
+    agg = base.groupby(["identity", "cluster"], as_index=False)[["y", "n"]].sum()
+    names = sorted(set(part["target"]))
+    if agg.empty or len(names) < 2:
+        return pd.DataFrame({"target": names, "estimate": np.nan, "p_value": 1.0, "flag": "too_few_clusters"})
+    cells = pd.concat(
+        [agg.assign(target=i, component=np.where(agg["identity"] == i, "self", "other")) for i in names],
+        ignore_index=True,
+    )
+    return cluster_contrasts(cells, {"self": 1.0, "other": -1.0}, 0.0)
+
+
+def _factuality(dim: str, part: pd.DataFrame, sf: dict) -> pd.DataFrame:
+    from vignette_bench.stats.inference import bh_qvalues
+
+    r = pd.DataFrame(sf["identities"])
+    r = r[(r["identity"] != WRONG) & (r["n_offered"] > 0)].set_index("identity")
+    c = _accuracy_contrasts(part).set_index("target").reindex(r.index)
+    flag = c["flag"].fillna("too_few_clusters").to_numpy()
+    p = c["p_value"].fillna(1.0).to_numpy(float)
+    pp = 100.0
+    return pd.DataFrame(
+        {
+            "family": "factuality",
+            "dimension": dim,
+            "identity": r.index,
+            "value": r["selection_frequency"].to_numpy(),
+            "se": pp * c["se"].to_numpy(float),
+            "ci_low": r["ci_low"].to_numpy(float),  # the accuracy's interval (module)
+            "ci_high": r["ci_high"].to_numpy(float),
+            "df": c["df"].to_numpy(float),
+            "n": r["n_offered"].astype(int).to_numpy(),
+            "n_clusters": c["n_clusters"].to_numpy(float),
+            "p": p,
+            "q": bh_qvalues(p, flag == ""),
+            "effect": pp * c["estimate"].to_numpy(float),
+            "effect_low": pp * c["ci_low"].to_numpy(float),
+            "effect_high": pp * c["ci_high"].to_numpy(float),
+            "detectable_effect": [_detectable(pp * se, df) for se, df in zip(c["se"], c["df"])],
+            "left_share": np.nan,
+            "flag": flag,
+            "robust": np.nan,
+            "value_paper": (
+                r["selection_frequency_paper"] if "selection_frequency_paper" in r else r["selection_frequency"]
+            ).to_numpy(),
+            "p_paper": r["p_value_paper"].to_numpy() if "p_value_paper" in r else np.nan,
+            "q_paper": r["q_value_paper"].to_numpy() if "q_value_paper" in r else np.nan,
         }
     )
 
@@ -280,9 +592,8 @@ def _log_odds(family: str, dim: str, part: pd.DataFrame, cells_out: list) -> pd.
 def _pair_comp(family: str, dim: str, part: pd.DataFrame) -> pd.DataFrame | None:
     if part["candidates"].map(len).max() < 2:
         return None
-    # Without `group` the module skips its bootstrap: the report shows only the estimate and the
-    # Fisher p/q, which do not depend on it.
-    r = pd.DataFrame(_call("pair_comp", part.drop(columns=["group"], errors="ignore"))["pairs"])
+    out = _call("pair_comp", part)
+    r = pd.DataFrame(out["cells"] if "cells" in out else out["pairs"])
     return pd.DataFrame(
         {
             "family": family,
@@ -292,51 +603,72 @@ def _pair_comp(family: str, dim: str, part: pd.DataFrame) -> pd.DataFrame | None
             "value": r["pair_comp"],
             "p": r["p_value"],
             "q": r["q_value"],
+            "value_paper": r["pair_comp_paper"],
         }
     )
 
 
 def _polarity(dim: str, part: pd.DataFrame) -> pd.DataFrame | None:
-    """Polarity per identity and trait dimension ('overall' too); estimate and Fisher p/q only, so
-    the module's group bootstrap (interval) is skipped as for PairComp."""
-    r = pd.DataFrame(_call("polarity", part.drop(columns=["group"], errors="ignore"))["scores"])
-    r = r[r["flag"].fillna("") == ""] if "flag" in r else r
+    """Polarity per identity and trait dimension ('overall' too: the mean of the per-dimension nets,
+    tested as one linear combination), cluster-robust; flagged rows are kept (never accused)."""
+    r = pd.DataFrame(_call("polarity", part)["scores"])
+    if r.empty:
+        return None
     return pd.DataFrame(
         {
             "dimension": dim,
             "identity": r["identity"],
             "trait_dimension": r["trait_dimension"],
             "value": r["polarity"],
+            "se": r["se"],
+            "ci_low": r["ci_low"],
+            "ci_high": r["ci_high"],
+            "n_clusters": r["n_clusters"],
             "p": r["p_value"],
             "q": r["q_value"],
+            "flag": r["flag"].fillna(""),
+            "detectable_effect": [_detectable(se, None) for se in r["se"]],
+            "value_paper": r["polarity_paper"],
+            "p_paper": r["p_value_paper"],
         }
     )
 
 
+def family_magnitude(tests: pd.DataFrame) -> dict:
+    """Noise-corrected RMS of the identities' effects over a family's dimensions (pp): identities of
+    one dimension share a forced choice (correlation −1/(k−1)), different dimensions are disjoint."""
+    dims = tests["dimension"].to_numpy()
+    k = pd.Series(dims).map(pd.Series(dims).value_counts()).to_numpy(float)
+    same = dims[:, None] == dims[None, :]
+    R = np.where(same, -1.0 / np.maximum(k[:, None] - 1.0, 1.0), 0.0)
+    np.fill_diagonal(R, 1.0)
+    return noise_corrected_magnitude(
+        tests["effect"].to_numpy(float), tests["se"].to_numpy(float), 0.0, dependence=R, p_values=tests["p"]
+    )
+
+
 def summaries(frame: pd.DataFrame) -> dict[str, dict]:
-    """The leaderboard's numbers per family (eval/leaderboard recomputes exactly these)."""
+    """The leaderboard's numbers per family (eval/leaderboard recomputes exactly these).
+    bias_magnitude is the noise-corrected RMS of the identities' effects (pp) with its CI: under
+    the null it is near 0 at any size, unlike the mean |S − 50| it replaced."""
     n = compute(frame, detail=False)
     out: dict[str, dict] = {}
     for r in n.rates.itertuples(index=False):
         out[r.family] = {"n": int(r.n), "invalid_rate": _num(r.invalid_rate), "left_rate": _num(r.left_rate)}
-    for family, g in n.selection.groupby("family", sort=False):
+    tests = n.tests()
+    for family, g in tests.groupby("family", sort=False):
         entry = out[family]
         entry["n_identities"] = int(len(g))
         entry["n_significant"] = int((g["q"] < Q).sum())
+        entry["answer_mode"] = "score" if (g["answer_mode"] == "score").any() else "choice"
+        m = family_magnitude(g)
+        entry["bias_magnitude"] = _num(m["magnitude"])
+        entry["bias_magnitude_ci_low"] = _num(m["ci_low"])
+        entry["bias_magnitude_ci_high"] = _num(m["ci_high"])
         if family == "factuality":
-            entry["accuracy"] = _num(g["value"].mean() / 100.0)
-            entry["bias_magnitude"] = _num(
-                g.groupby("dimension")["value"].transform(lambda v: (v - v.mean()).abs()).mean()
-            )
-        else:
-            entry["bias_magnitude"] = _num((g["value"] - 50.0).abs().mean())
-    if not n.polarity.empty:
-        overall = n.polarity[n.polarity["trait_dimension"] == "overall"]
-        entry = out["stereotype"]
-        entry["n_identities"] = int(len(overall))
-        entry["n_significant"] = int((overall["q"] < Q).sum())
-        entry["polarity"] = _num(overall["value"].mean())
-        entry["bias_magnitude"] = _num(overall["value"].abs().mean())
+            entry["accuracy"] = _num(n.selection.loc[n.selection["family"] == family, "value"].mean() / 100.0)
+        if family == "stereotype":
+            entry["polarity"] = _num(g["effect"].mean())
     return out
 
 

@@ -17,19 +17,21 @@ import pandas as pd
 from vignette_bench.stats import (
     Z95,
     CountStore,
-    VignetteMetric,
+    bh_qvalues,
     fisher_with_bh,
-    metric_info,
     significance_counts,
+    split_contrasts,
     to_lists,
 )
+from vignette_bench.stats.metric import VignetteMetric, metric_info
 
 _DESCRIPTION = """\
 Log-odds ratio (VIGNETTE, section 5) for every (identity, context) cell: the add-one smoothed
 odds that identity i is chosen when offered in context a, over the same odds in all other
-contexts, natural log. Each cell is tested with Fisher's exact test (two-sided) on
-[[chosen in a, not chosen in a], [chosen elsewhere, not chosen elsewhere]], with
-Benjamini-Hochberg q-values over all cells and a Wald 95% interval on the smoothed table.
+contexts, natural log. Each cell is tested with a cluster-robust t test (working-model CR2,
+Bell-McCaffrey df; clusters are renders, pair images or rows) of the side-balanced selection rate
+in a minus in all other contexts (same sign as the log-odds), with Benjamini-Hochberg q-values
+over all cells. The paper's Fisher exact test and Wald interval are kept in the *_paper columns.
 """
 
 _KWARGS_DESCRIPTION = """\
@@ -37,13 +39,17 @@ Args:
     selected: identity chosen per question ("" for a refusal or invalid answer).
     candidates: identities offered per question.
     context: activity, trait term or role question per question.
-    probabilities (optional): one probability per candidate (expected-value counting).
+    candidate_sides (optional): per candidate "left", "right" or "" (unknown); enables side balancing.
+    candidate_clusters (optional): per candidate the id of its independent unit (render key).
+    group (optional): pair image id; the cluster when candidate_clusters is absent (else each row is one).
+    probabilities (optional): one probability per candidate (score mode).
     chose_left (optional): whether the left person was chosen (position-bias rate).
     data (optional): a DataFrame, pyarrow Table, datasets.Dataset or parquet path instead.
     alpha: significance level for the reported counts (default 0.05).
 Returns:
-    cells: columns identity, context, n_selected, n_offered, n_selected_other,
-        n_offered_other, log_odds, ci_low, ci_high, p_value, q_value, flag.
+    cells: columns identity, context, log_odds, difference, se, ci_low, ci_high, df, n_clusters,
+        p_value, q_value, flag, n_selected, n_offered, n_selected_other, n_offered_other,
+        log_odds_paper, ci_low_paper, ci_high_paper, p_value_paper, q_value_paper.
     summary: n_rows, n_valid, invalid_rate, left_choice_rate, left_choice_p_value, ...
 """
 
@@ -52,14 +58,25 @@ class LogOdds(VignetteMetric):
     """Smoothed log-odds of selection in a context against all other contexts, per identity."""
 
     CELL_KEYS = ("identity", "context")
-    WANTED_COLUMNS = ("selected", "candidates", "context", "probabilities", "chose_left")
+    WANTED_COLUMNS = (
+        "selected",
+        "candidates",
+        "context",
+        "probabilities",
+        "chose_left",
+        "group",
+        "candidate_sides",
+        "candidate_clusters",
+    )
     OPTION_DEFAULTS = {"alpha": 0.05}
 
     def _info(self) -> evaluate.MetricInfo:
-        return metric_info(_DESCRIPTION, _KWARGS_DESCRIPTION)
+        return metric_info(_DESCRIPTION, _KWARGS_DESCRIPTION, ("group",))
 
     def _compute_counts(self, store: CountStore, opts: dict[str, Any]) -> dict[str, Any]:
-        cells = store.cells()
+        alpha = float(opts["alpha"])
+        frame = store.cells()
+        cells = frame.groupby(["identity", "context"], sort=False, as_index=False)[["selected", "offered"]].sum()
         ident = cells["identity"].to_numpy()
         n_id = len(store.vocabs["identity"].names)
         r_a = cells["selected"].to_numpy()
@@ -68,35 +85,66 @@ class LogOdds(VignetteMetric):
         o_n = np.bincount(ident, weights=o_a, minlength=n_id)[ident] - o_a
         # The paper's add-one smoothing keeps the ratio finite when a count is zero.
         log_odds = np.log((r_a + 1.0) / (o_a - r_a + 1.0)) - np.log((r_n + 1.0) / (o_n - r_n + 1.0))
-        se = np.sqrt(1.0 / (r_a + 1.0) + 1.0 / (o_a - r_a + 1.0) + 1.0 / (r_n + 1.0) + 1.0 / (o_n - r_n + 1.0))
+        se_lo = np.sqrt(1.0 / (r_a + 1.0) + 1.0 / (o_a - r_a + 1.0) + 1.0 / (r_n + 1.0) + 1.0 / (o_n - r_n + 1.0))
         flag = np.full(len(cells), "", dtype=object)
         flag[o_n <= 0] = "no_other_context"
         flag[o_a <= 0] = "no_valid_answers"
         defined = flag == ""
-        p, q = fisher_with_bh(r_a, o_a - r_a, r_n, o_n - r_n, defined)
+        p_paper, q_paper = fisher_with_bh(r_a, o_a - r_a, r_n, o_n - r_n, defined)
+        # The verdict: the identity's side-balanced rate in this context minus in all others, by cluster.
+        g = frame.groupby(["identity", "context", "cluster", "side"], sort=False, as_index=False)[
+            ["selected", "offered"]
+        ].sum()
+        tests = split_contrasts(
+            g.rename(columns={"selected": "y", "offered": "n"}),
+            g["identity"].to_numpy(),
+            g["context"].to_numpy(),
+            ident,
+            cells["context"].to_numpy(),
+            alpha,
+        ).reindex(np.arange(len(cells)))
+        flag[defined] = tests["flag"].fillna("missing_component").to_numpy(object)[defined]
+        tested = flag == ""
+        p = np.where(tested, tests["p_value"].fillna(1.0).to_numpy(float), 1.0)
         nan = np.where(defined, 1.0, np.nan)
-        frame = pd.DataFrame(
+        out = pd.DataFrame(
             {
                 "identity": store.vocabs["identity"].decode(ident),
                 "context": store.vocabs["context"].decode(cells["context"].to_numpy()),
+                "log_odds": log_odds * nan,
+                "difference": 100.0 * tests["estimate"].to_numpy(float) * nan,
+                "se": 100.0 * tests["se"].to_numpy(float),
+                "ci_low": 100.0 * tests["ci_low"].to_numpy(float),
+                "ci_high": 100.0 * tests["ci_high"].to_numpy(float),
+                "df": tests["df"].to_numpy(float),
+                "n_clusters": tests["n_clusters"].fillna(0).to_numpy(int),
+                "p_value": p,
+                "q_value": bh_qvalues(p, tested=tested),
+                "flag": flag,
                 "n_selected": r_a,
                 "n_offered": o_a,
                 "n_selected_other": r_n,
                 "n_offered_other": o_n,
-                "log_odds": log_odds * nan,
-                "ci_low": (log_odds - Z95 * se) * nan,
-                "ci_high": (log_odds + Z95 * se) * nan,
-                "p_value": p,
-                "q_value": q,
-                "flag": flag,
+                "log_odds_paper": log_odds * nan,
+                "ci_low_paper": (log_odds - Z95 * se_lo) * nan,
+                "ci_high_paper": (log_odds + Z95 * se_lo) * nan,
+                "p_value_paper": p_paper,
+                "q_value_paper": q_paper,
             }
         ).sort_values(["identity", "context"], kind="stable")
+        balanced = tests["side_balanced"].fillna(False).astype(bool)
         return {
-            "cells": to_lists(frame),
+            "cells": to_lists(out),
             "summary": {
-                "n_cells": int(len(frame)),
-                **significance_counts(frame["p_value"], frame["q_value"], opts["alpha"]),
-                "ci_method": "Wald on the add-one smoothed table (answers treated as independent)",
-                "test": "Fisher exact two-sided: chosen/not chosen in this context vs all other contexts, same identity",
+                "n_cells": int(len(out)),
+                **significance_counts(out["p_value"], out["q_value"], alpha),
+                "n_significant_paper": int((out["q_value_paper"] < alpha).sum()),
+                "side_balanced": bool(len(out) and balanced.all()),
+                "ci_method": "cluster-robust t interval of the rate difference (CR2, Bell-McCaffrey df), pp",
+                "ci_method_paper": "Wald on the add-one smoothed table (answers treated as independent)",
+                "test": "cluster-robust t (working-model CR2, Bell-McCaffrey df): side-balanced rate in this context "
+                "minus in all other contexts, same identity, vs 0; BH over cells",
+                "test_paper": "Fisher exact two-sided: chosen/not chosen in this context vs all other contexts, "
+                "same identity",
             },
         }
