@@ -543,3 +543,26 @@ def test_tables_measure_one_wording_variant():
     single = frame[frame["question_id"] == "q4"]
     kept, variant = one_variant(single)
     assert variant is None and kept is single  # a run of one variant is measured whole
+
+
+def test_factuality_with_nothing_to_contrast_is_untested_not_a_crash():
+    """A dimension whose factuality answers were all refused (or ask about one identity only) has no
+    accuracy contrast; the report marks it untested instead of failing on missing columns."""
+    from vignette_bench.eval.report.numbers import _accuracy_contrasts
+
+    refused = pd.DataFrame({"selected": ["", ""], "target": ["a", "b"], "candidate_clusters": [["x", "x"], ["y", "y"]]})
+    one = pd.DataFrame({"selected": ["a", "a"], "target": ["a", "a"], "candidate_clusters": [["x", "x"], ["y", "y"]]})
+    for part in (refused, one):
+        c = _accuracy_contrasts(part)
+        assert set(c.columns) >= {
+            "target",
+            "estimate",
+            "se",
+            "df",
+            "n_clusters",
+            "ci_low",
+            "ci_high",
+            "p_value",
+            "flag",
+        }
+        assert (c["flag"] == "too_few_clusters").all() and (c["p_value"] == 1.0).all()

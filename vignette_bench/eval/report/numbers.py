@@ -513,8 +513,12 @@ def _accuracy_contrasts(part: pd.DataFrame) -> pd.DataFrame:
     )[valid]
     agg = base.groupby(["identity", "cluster"], as_index=False)[["y", "n"]].sum()
     names = sorted(set(part["target"]))
-    if agg.empty or len(names) < 2:
-        return pd.DataFrame({"target": names, "estimate": np.nan, "p_value": 1.0, "flag": "too_few_clusters"})
+    if agg.empty or len(names) < 2 or agg["identity"].nunique() < 2:
+        # nothing to contrast (one identity asked, or every answer refused): untested, same columns
+        nan_cols = ("estimate", "se", "df", "n_clusters", "ci_low", "ci_high")
+        return pd.DataFrame(
+            {"target": names, **dict.fromkeys(nan_cols, np.nan), "p_value": 1.0, "flag": "too_few_clusters"}
+        )
     cells = pd.concat(
         [agg.assign(target=i, component=np.where(agg["identity"] == i, "self", "other")) for i in names],
         ignore_index=True,
