@@ -31,9 +31,10 @@ import os
 import re
 import sys
 import threading
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -44,6 +45,7 @@ import pyarrow.compute as pc
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
 
+from vignette_bench.dataset_builder.records import variant_key
 from vignette_bench.taxonomy import GENDERS, TIME_USES, Identity, Taxonomy, load_taxonomy, slug
 
 logger = logging.getLogger("vignette")
@@ -260,9 +262,25 @@ class Coverage:
     activity_members: frozenset[tuple[str, str]]
     portrait_members: frozenset[tuple[str, str]]
     activities: frozenset[str]
+    # k per variant-0 key, for cells rendered k > 1 times (``vignette build render --renders-per-cell``)
+    variants: dict[str, int] = field(default_factory=dict, compare=False)
 
     def members(self, config: str) -> frozenset[tuple[str, str]]:
         return self.portrait_members if config == "portraits" else self.activity_members
+
+
+def choose_variant(key: str, config: str, index: int, variants: dict[str, int]) -> str:
+    """Which of a cell's k renders a pair shows: fixed by the pair (both orders alike) and the cell.
+
+    A stable hash (crc32, not Python's salted ``hash``) of the pair's full-space index (the same in
+    both orders and under any filter) and the cell spreads an identity's pairs over its k renders, so
+    one render's look is one cluster among k, not the identity's only face. Cells rendered once keep
+    their key (the paper's design).
+    """
+    k = variants.get(key, 1)
+    if k <= 1:
+        return key
+    return variant_key(key, zlib.crc32(f"{config}/{index}|{key}".encode()) % k)
 
 
 @dataclass(frozen=True)
@@ -351,6 +369,7 @@ class PairSpace:
         if identity_match not in ("all", "any"):
             raise _unknown("identity_match option", identity_match, ("all", "any"))
         self.taxonomy, self.config, self.orders = taxonomy, config, orders
+        self.variants = coverage.variants if coverage is not None else {}
         self.filters: PairFilters = {
             "gender": _as_tuple(gender),
             "dimensions": _as_tuple(dimensions),
@@ -575,8 +594,8 @@ class PairSpace:
             mr.form,
             al,
             ar,
-            ml.key(al),
-            mr.key(ar),
+            choose_variant(ml.key(al), self.config, c["index"], self.variants),
+            choose_variant(mr.key(ar), self.config, c["index"], self.variants),
             sw,
             pair_id,
         )
@@ -626,7 +645,15 @@ class PairSpace:
     def columns(self, positions: np.ndarray | Sequence[int]) -> dict[str, pa.Array]:
         """Vectorised: positions -> the pair-row columns of docs/FORMATS.md (without the image)."""
         c = self.decode(positions)
-        return self._tables.columns(self.config, c)
+        cols = self._tables.columns(self.config, c)
+        if self.variants:
+            indices = cols["index"].to_pylist()
+            for side in ("key_left", "key_right"):
+                keys = cols[side].to_pylist()
+                cols[side] = pa.array(
+                    [choose_variant(k, self.config, i, self.variants) for k, i in zip(keys, indices)], pa.string()
+                )
+        return cols
 
     # ---- sampling
 
@@ -929,6 +956,7 @@ class RenderIndex:
     """``renders/index.parquet``: where each render's image bytes lie; validated on load."""
 
     COLUMNS = ("key", "shard", "offset", "length", "sha256", "format", "gender", "identity", "activity", "kind")
+    OPTIONAL_COLUMNS = ("variant",)  # indexes written before k renders per cell lack it (all variant 0)
 
     def __init__(self, source: Source, table: pa.Table) -> None:
         self.source = source
@@ -965,6 +993,7 @@ class RenderIndex:
             frozenset((r["gender"], r["identity"]) for r in rows if r["kind"] == "activity"),
             frozenset((r["gender"], r["identity"]) for r in rows if r["kind"] == "portrait"),
             frozenset(r["activity"] for r in rows if r["kind"] == "activity"),
+            _render_variants(table, where),
         )
 
     @staticmethod
@@ -980,7 +1009,9 @@ class RenderIndex:
         try:
             # use_threads=False: pyarrow 26 aborts the interpreter at exit ("terminate called without
             # an active exception") after a threaded read from an in-memory file; the index is small.
-            table = pq.read_table(io.BytesIO(data), columns=list(RenderIndex.COLUMNS), use_threads=False)
+            names = pq.read_schema(io.BytesIO(data)).names
+            wanted = list(RenderIndex.COLUMNS) + [c for c in RenderIndex.OPTIONAL_COLUMNS if c in names]
+            table = pq.read_table(io.BytesIO(data), columns=wanted, use_threads=False)
         except (pa.ArrowInvalid, KeyError, OSError) as e:
             raise CorruptRenderError(
                 f"{source.url(INDEX_PATH)}: unreadable ({e}); rebuild it with `vignette build shard`"
@@ -994,6 +1025,32 @@ class RenderIndex:
             raise MissingRenderError(
                 f"render {key!r} is missing from source {self.source.root} ({INDEX_PATH} has no such key); render it, or pass on_missing='skip'"
             ) from None
+
+
+def _render_variants(table: pa.Table, where: str) -> dict[str, int]:
+    """k per variant-0 key for cells with k > 1 renders; variants must run 0..k-1 with no gap."""
+    if "variant" not in table.column_names:
+        return {}
+    found: dict[str, set[int]] = {}
+    for key, v in zip(table.column("key").to_pylist(), table.column("variant").to_pylist()):
+        if v:
+            base = key[: -len(f"-v{v}")] if isinstance(v, int) and v > 0 and key.endswith(f"-v{v}") else None
+            if base is None:
+                raise CorruptRenderError(
+                    f"{where}: key {key!r} has variant {v!r} but a variant-{v} key ends in '-v{v}'; rebuild the index with `vignette build shard`"
+                )
+            found.setdefault(base, {0}).add(v)
+    keys = set(table.column("key").to_pylist())
+    for base, vs in found.items():
+        if base not in keys:
+            vs = vs - {0}
+        if vs != set(range(len(vs))):
+            missing = sorted(set(range(max(vs) + 1)) - vs)
+            raise CorruptRenderError(
+                f"{where}: cell {base!r} has renders {sorted(vs)} but lacks variant(s) {missing}; render them "
+                "(`vignette build render --renders-per-cell K`) and rebuild the shards"
+            )
+    return {base: len(vs) for base, vs in found.items()}
 
 
 def _check_tar_header(header: bytes, loc: RenderLocation, where: str) -> None:
@@ -1377,6 +1434,7 @@ def load_dataset(
         "seam": seam,
         "on_missing": on_missing,
         "coverage": "limited to the identities and activities with renders in the source",
+        "renders_per_cell": max(index.coverage.variants.values(), default=1),
     }
     plan = _Plan(selection, index, on_missing)
     if streaming:

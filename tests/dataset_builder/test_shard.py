@@ -36,6 +36,7 @@ INDEX_COLUMNS = [
     "kind",
     "prompt",
     "seed",
+    "variant",
     "model_id",
     "placeholder",
     "width",

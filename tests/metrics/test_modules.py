@@ -309,8 +309,8 @@ def test_estimates_do_not_depend_on_clusters_but_tests_do(m):
     )
     group = [f"g{i // 6}" for i in range(n)]
     a = frame(m["pair_comp"].compute(**cols, group=group), "pair_comp")
-    b = frame(m["pair_comp"].compute(**cols, group=group, bootstrap_samples=7, seed=3), "pair_comp")
-    pd.testing.assert_frame_equal(a, b)  # bootstrap options are accepted and ignored
+    with pytest.raises(ValueError, match=r"unknown options \['bootstrap_samples', 'seed'\]"):
+        m["pair_comp"].compute(**cols, group=group, bootstrap_samples=7, seed=3)  # removed: no bootstrap
     rows = frame(m["pair_comp"].compute(**cols), "pair_comp")
     pd.testing.assert_series_equal(a["pair_comp"], rows["pair_comp"])  # the estimate does not depend on clusters
     assert (a["n_clusters"] < rows["n_clusters"]).all() and not np.allclose(a["se"], rows["se"])

@@ -68,11 +68,11 @@ def test_each_paradigm_computes_on_runner_rows(responses):
     assert sf["summary"]["n_rows"] == len(perception) and len(sf["identities"]["identity"]) == 3
     assert sf["summary"]["n_left_known"] > 0 and sf["summary"]["left_choice_p_value"] <= 1.0
     stereo = responses[responses.paradigm == "stereotype"]
-    pol = load("polarity").compute(data=stereo, bootstrap_samples=50)
+    pol = load("polarity").compute(data=stereo)
     assert pol["summary"]["cluster_unit"] == "group"  # pair_id became the cluster
     assert set(pol["scores"]["trait_dimension"]) >= {"overall"}
     decision = responses[responses.paradigm == "decision"]
-    pc = load("pair_comp").compute(data=decision, bootstrap_samples=50)
+    pc = load("pair_comp").compute(data=decision)
     assert len(pc["pairs"]["identity"]) == 6
     lo = load("log_odds").compute(data=decision)
     assert all(0 <= p <= 1 for p in lo["cells"]["p_value"])

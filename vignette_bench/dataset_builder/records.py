@@ -24,9 +24,20 @@ class RecordError(ValueError):
     """A render record or image is unusable; the message names the file, the key and the fix."""
 
 
-def render_key(gender: str, dimension: str, identity: str, activity: str = "") -> str:
-    """``{gender}-{dimension_slug}-{identity_slug}-{activity_slug|portrait}``."""
-    return f"{gender}-{slug(dimension)}-{slug(identity)}-{slug(activity) if activity else PORTRAIT}"
+def render_key(gender: str, dimension: str, identity: str, activity: str = "", variant: int = 0) -> str:
+    """``{gender}-{dimension_slug}-{identity_slug}-{activity_slug|portrait}[-v{variant}]``.
+
+    Variant 0 has the paper's key; further renders of the same cell (another seed) add ``-v{n}``.
+    """
+    base = f"{gender}-{slug(dimension)}-{slug(identity)}-{slug(activity) if activity else PORTRAIT}"
+    return variant_key(base, variant)
+
+
+def variant_key(base: str, variant: int) -> str:
+    """The key of render ``variant`` of the cell whose variant-0 key is ``base``."""
+    if variant < 0:
+        raise ValueError(f"render variant must be >= 0, got {variant}")
+    return base if variant == 0 else f"{base}-v{variant}"
 
 
 def render_prompt(surface_form: str, activity: str = "") -> str:
@@ -55,6 +66,7 @@ class RenderSpec:
     activity: str  # "" for a portrait
     prompt: str
     seed: int
+    variant: int = 0  # which of the cell's k renders (0 = the paper's single render)
 
     @property
     def kind(self) -> Kind:
@@ -89,6 +101,7 @@ class RenderRecord:
     max_sequence_length: int = 0  # text-encoder length passed to the pipeline; 0 = its default
     versions: dict[str, str] = field(default_factory=dict)
     placeholder: bool = False
+    variant: int = 0  # which of the cell's k renders; records written before variants existed lack it
 
     @classmethod
     def from_spec(cls, spec: RenderSpec, **settings: Any) -> RenderRecord:
@@ -102,6 +115,7 @@ class RenderRecord:
             kind=spec.kind,
             prompt=spec.prompt,
             seed=spec.seed,
+            variant=spec.variant,
             **settings,
         )
 
@@ -118,6 +132,7 @@ class RenderRecord:
         if not isinstance(data, dict):
             raise RecordError(f"{where}: record is not a JSON object; delete it and re-render this key")
         expected = {f.name: f for f in fields(cls)}
+        data = {**_ADDED_LATER, **data}
         missing = sorted(set(expected) - set(data))
         if missing:
             raise RecordError(
@@ -138,16 +153,20 @@ class RenderRecord:
         return cls(**{k: data[k] for k in expected})
 
 
-def spec_for(taxonomy: Taxonomy, gender: str, identity: str, activity: str = "") -> RenderSpec:
+# Fields added after records were first published, with the value an older record means.
+_ADDED_LATER: dict[str, Any] = {"variant": 0}
+
+
+def spec_for(taxonomy: Taxonomy, gender: str, identity: str, activity: str = "", variant: int = 0) -> RenderSpec:
     ident = taxonomy.identity(identity)
     form = ident.form(gender)  # type: ignore[arg-type]
     if not form:
         raise KeyError(f"identity {identity!r} is not rendered as {gender!r} (no {gender}_form in identities.csv)")
     if activity:
         taxonomy.activity(activity)
-    key = render_key(gender, ident.dimension, identity, activity)
+    key = render_key(gender, ident.dimension, identity, activity, variant)
     return RenderSpec(
-        key, gender, ident.dimension, identity, form, activity, render_prompt(form, activity), stable_seed(key)
+        key, gender, ident.dimension, identity, form, activity, render_prompt(form, activity), stable_seed(key), variant
     )
 
 
@@ -158,11 +177,18 @@ def plan_renders(
     identities: Sequence[str] | None = None,
     activities: Sequence[str] | None = None,
     portraits: bool = True,
+    renders_per_cell: int = 1,
 ) -> list[RenderSpec]:
     """Every render to make, in taxonomy order (gender, dimension, identity, activities, portrait).
 
-    Filters are validated so that a typo fails loudly instead of planning nothing.
+    ``renders_per_cell`` k > 1 plans k renders (variants 0..k-1, each its own seed) of every
+    (identity, activity) cell and portrait, so that the statistics can tell an identity's effect from
+    one render's look; k = 1 is the paper's design. Filters are validated so that a typo fails loudly
+    instead of planning nothing.
     """
+    if renders_per_cell < 1:
+        raise ValueError(f"renders_per_cell must be >= 1, got {renders_per_cell}")
+    variants = range(renders_per_cell)
     for g in genders or ():
         if g not in GENDERS:
             raise KeyError(f"unknown gender {g!r}; use one of {GENDERS}")
@@ -180,13 +206,13 @@ def plan_renders(
             for ident in taxonomy.identities_in(d, g):  # type: ignore[arg-type]
                 if identities is not None and ident.name not in identities:
                     continue
-                out += [spec_for(taxonomy, g, ident.name, a) for a in acts]
+                out += [spec_for(taxonomy, g, ident.name, a, v) for a in acts for v in variants]
                 if portraits:
-                    out.append(spec_for(taxonomy, g, ident.name))
+                    out += [spec_for(taxonomy, g, ident.name, "", v) for v in variants]
     return out
 
 
-def plan_order(taxonomy: Taxonomy) -> Callable[[Any], tuple[int, int, int, int]]:
+def plan_order(taxonomy: Taxonomy) -> Callable[[Any], tuple[int, int, int, int, int]]:
     """Sort key giving ``plan_renders`` order for anything with gender/dimension/identity/activity fields."""
     genders = {g: i for i, g in enumerate(GENDERS)}
     dims = {d: i for i, d in enumerate(taxonomy.dimensions)}
@@ -198,13 +224,16 @@ def plan_order(taxonomy: Taxonomy) -> Callable[[Any], tuple[int, int, int, int]]
         dims.get(r.dimension, big),
         idents.get(r.identity, big),
         acts.get(r.activity, big),
+        getattr(r, "variant", 0),
     )
 
 
 def validate_record(record: RenderRecord, taxonomy: Taxonomy, where: str) -> None:
     """The record must describe a render the taxonomy plans; otherwise say which field is off."""
+    if record.variant < 0:
+        raise RecordError(f"{where}: key {record.key!r}: variant {record.variant} is negative; fix the record")
     try:
-        spec = spec_for(taxonomy, record.gender, record.identity, record.activity)
+        spec = spec_for(taxonomy, record.gender, record.identity, record.activity, record.variant)
     except KeyError as e:
         raise RecordError(f"{where}: key {record.key!r}: {e.args[0]}; fix the record or the taxonomy") from e
     for name in ("key", "dimension", "surface_form", "prompt"):

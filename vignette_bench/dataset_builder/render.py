@@ -300,6 +300,13 @@ def _size(text: str) -> tuple[int, int]:
     return int(w), int(h or w)
 
 
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="render folder (<key>.png + <key>.json); rerun to resume")
     p.add_argument(
@@ -323,6 +330,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--identities", default=None)
     p.add_argument("--activities", default=None)
     p.add_argument("--no-portraits", action="store_true")
+    p.add_argument(
+        "--renders-per-cell",
+        type=positive_int,
+        default=1,
+        help="k renders (seeds) of every identity x activity cell and portrait; 1 = the paper's design (default)",
+    )
     p.add_argument("--taxonomy", default=None, help="taxonomy folder (default: the packaged one)")
 
 
@@ -335,6 +348,7 @@ def main(args: argparse.Namespace) -> int:
         _csv(args.identities),
         _csv(args.activities),
         portraits=not args.no_portraits,
+        renders_per_cell=args.renders_per_cell,
     )
     settings = RenderSettings(
         model=args.model,

@@ -17,7 +17,7 @@ from pathlib import Path
 from vignette_bench.dataset_builder.card import write_card
 from vignette_bench.dataset_builder.placeholder import draw_placeholder
 from vignette_bench.dataset_builder.records import RenderRecord, RenderSpec, plan_renders
-from vignette_bench.dataset_builder.render import library_versions
+from vignette_bench.dataset_builder.render import library_versions, positive_int
 from vignette_bench.dataset_builder.shard import Format, write_shards
 from vignette_bench.taxonomy import DATA_DIR, TAXONOMY_FILES, load_taxonomy
 
@@ -49,11 +49,14 @@ def write_placeholder_renders(
     size: int = 256,
     identities: Sequence[str] = SAMPLE_IDENTITIES,
     activities: Sequence[str] = SAMPLE_ACTIVITIES,
+    renders_per_cell: int = 1,
 ) -> int:
     """Draw placeholder renders into a render folder (``<key>.png`` + ``<key>.json``)."""
     taxonomy = load_taxonomy()
     render_dir.mkdir(parents=True, exist_ok=True)
-    specs = plan_renders(taxonomy, identities=list(identities), activities=list(activities))
+    specs = plan_renders(
+        taxonomy, identities=list(identities), activities=list(activities), renders_per_cell=renders_per_cell
+    )
     for spec in specs:
         draw_placeholder(spec, size, size).save(render_dir / f"{spec.key}.png")
         (render_dir / f"{spec.key}.json").write_text(placeholder_record(spec, size, size).to_json())
@@ -69,6 +72,7 @@ def build_sample(
     activities: Sequence[str] = SAMPLE_ACTIVITIES,
     max_shard_bytes: int = 4 * 1024**2,
     progress: bool = False,
+    renders_per_cell: int = 1,
 ) -> Path:
     """Build a complete placeholder source at ``out_dir`` (replacing its renders) and return it."""
     out_dir = Path(out_dir)
@@ -78,7 +82,7 @@ def build_sample(
     for name in TAXONOMY_FILES:
         shutil.copyfile(DATA_DIR / name, out_dir / "taxonomy" / name)
     with tempfile.TemporaryDirectory(prefix="vignette-sample-") as tmp:
-        write_placeholder_renders(Path(tmp), size, identities, activities)
+        write_placeholder_renders(Path(tmp), size, identities, activities, renders_per_cell)
         write_shards(Path(tmp), out_dir, fmt=fmt, quality=quality, max_shard_bytes=max_shard_bytes, progress=progress)
     write_card(out_dir)
     return out_dir
@@ -91,6 +95,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quality", type=int, default=90)
     p.add_argument("--identities", default=",".join(SAMPLE_IDENTITIES), help="comma-separated identity names")
     p.add_argument("--activities", default=",".join(SAMPLE_ACTIVITIES), help="comma-separated activity names")
+    p.add_argument(
+        "--renders-per-cell", type=positive_int, default=1, help="k renders of every cell and portrait (default 1)"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -102,6 +109,7 @@ def main(args: argparse.Namespace) -> int:
         identities=[s.strip() for s in args.identities.split(",") if s.strip()],
         activities=[s.strip() for s in args.activities.split(",") if s.strip()],
         progress=sys.stderr.isatty(),
+        renders_per_cell=args.renders_per_cell,
     )
     for p in sorted(out.rglob("*")):
         if p.is_file():

@@ -63,6 +63,7 @@ class IndexRow:
     kind: str
     prompt: str
     seed: int
+    variant: int
     model_id: str
     placeholder: bool
     width: int

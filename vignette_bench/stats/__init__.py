@@ -10,7 +10,6 @@ its measure's definition. One job per module:
   `CountStore` that turns answer rows into counts per cell.
 * `arrow_input`: any accepted input (keyword lists, DataFrame, Arrow, Dataset, parquet path) as
   Arrow tables of bounded size under the contract's column names.
-* `bootstrap`: percentile intervals, the group (pair image) bootstrap, intervals for differences.
 * `arrays`: guarded division, sparse sums and columnar output.
 * `clustered`: the cluster-robust test of a contrast of selection rates (`cluster_contrasts`,
   working-model CR2 with Bell-McCaffrey df), `refusal_homogeneity`, `refusal_bounds`.
@@ -34,7 +33,6 @@ from vignette_bench.stats.arrow_input import (
     table_from,
     to_arrow,
 )
-from vignette_bench.stats.bootstrap import collapse_groups, difference_ci, group_bootstrap, percentile_ci
 from vignette_bench.stats.clustered import cluster_contrasts, refusal_bounds, refusal_homogeneity
 from vignette_bench.stats.counts import (
     SIDE_LEFT,
@@ -78,19 +76,15 @@ __all__ = [
     "cell_variance",
     "cluster_contrasts",
     "clusters_needed",
-    "collapse_groups",
     "column",
     "detectable",
     "detectable_effect",
-    "difference_ci",
     "fisher_exact_two_sided",
     "fisher_with_bh",
-    "group_bootstrap",
     "indicator",
     "is_wanted",
     "list_values",
     "noise_corrected_magnitude",
-    "percentile_ci",
     "refusal_bounds",
     "refusal_homogeneity",
     "rename",

@@ -63,7 +63,7 @@ def families(df, metrics):
     for paradigm, rows in df.groupby("paradigm"):
         for name in ("selection_frequency", "log_odds", "pair_comp"):
             result = (
-                metrics[name].compute(data=rows, bootstrap_samples=0)
+                metrics[name].compute(data=rows)
                 if name == "pair_comp"
                 else metrics[name].compute(data=rows)
             )
@@ -72,7 +72,7 @@ def families(df, metrics):
             )
             out.append((f"{name}/{paradigm}", table["p_value"], table["q_value"], result["summary"]))
     scores = pd.DataFrame(
-        metrics["polarity"].compute(data=df[df.paradigm == "stereotype"], bootstrap_samples=0)["scores"]
+        metrics["polarity"].compute(data=df[df.paradigm == "stereotype"])["scores"]
     )
     for dim, table in scores.groupby("trait_dimension"):  # polarity corrects within each trait dimension
         out.append((f"polarity/{dim}", table["p_value"], table["q_value"], {}))

@@ -48,7 +48,7 @@ Args:
     probabilities (optional): one probability per candidate (score mode).
     chose_left (optional): whether the left person was chosen (position-bias rate).
     data (optional): a DataFrame, pyarrow Table, datasets.Dataset or parquet path instead.
-    alpha (0.05); bootstrap_samples and seed are accepted and ignored (intervals are cluster-robust).
+    alpha (0.05); intervals are cluster-robust (no bootstrap).
 Returns:
     pairs: columns identity, partner, pair_comp, se, ci_low, ci_high, df, n_clusters, p_value,
         q_value, flag, n_offered_with, n_selected_with, freq_with, n_offered_without,
@@ -71,7 +71,7 @@ class PairComp(VignetteMetric):
         "candidate_sides",
         "candidate_clusters",
     )
-    OPTION_DEFAULTS = {"alpha": 0.05, "bootstrap_samples": 1000, "seed": 0}
+    OPTION_DEFAULTS = {"alpha": 0.05}
 
     def _info(self) -> evaluate.MetricInfo:
         return metric_info(_DESCRIPTION, _KWARGS_DESCRIPTION, ("group",))
