@@ -56,6 +56,7 @@ COMMANDS: dict[str, Command | Group] = {
     "run": Command(f"{EVAL}.runtime.run", "put the benchmark's questions to a model (resumable, sharded)"),
     "merge": Command(f"{EVAL}.runtime.merge", "join a run's log parts into responses.parquet, checking for gaps"),
     "report": Command(f"{EVAL}.report.command", "tables, figures and verdicts from one or more runs"),
+    "compare": Command(f"{EVAL}.compare.command", "two runs identity by identity: deltas with cluster-robust CIs"),
     "leaderboard": Command(f"{EVAL}.leaderboard.command", "create, validate, build and export leaderboard entries"),
     "news": Group(
         "the news subset: open-ended answers, the LLM judge, results",

@@ -12,14 +12,15 @@ candidate's render), so it runs without the metric modules and the report.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from vignette_bench.eval.report.cells import choice_cells, one_look
 from vignette_bench.eval.report.simulate import SCALES, SimSpec
+from vignette_bench.stats.counts import SIDE_LEFT
 
 ALPHA = 0.05
 # Identities given extra refusals in the refusal null (whichever of them the dimension has).
@@ -64,48 +65,11 @@ def render_null_k1(s: SimSpec) -> bool:
 # -- direct: simulator + cluster_contrasts ----------------------------------------------------------
 
 
-def _pair_image(pair_id: str) -> str:
-    parts = re.sub(r"/L[01]$", "", pair_id).split("/")
-    return "/".join("+".join(sorted(p.split("+"))) if "+" in p else p for p in parts)
-
-
 def selection_cells(frame: pd.DataFrame) -> pd.DataFrame:
-    """Cells for `cluster_contrasts` from two-way answers: per family, dimension, identity (target),
-    cluster (the candidate's render; the pair image for portraits with one render per identity) and
-    side (component L/R): y = times chosen (score mode: summed probabilities), n = valid offers."""
-    two = frame[frame["paradigm"].isin(["perception", "decision", "stereotype"])]
-    family = np.where(two["paradigm"] == "perception", "perception/" + two["subtask"], two["paradigm"])
-    valid = two["valid"].to_numpy(bool)
-    chose_left = two["chose_left"].to_numpy(object)
-    probs = two["probabilities"].to_numpy(object)
-    score = np.array([p is not None for p in probs])
-    p_left = np.array([p[0] if p is not None else np.nan for p in probs])
-    y_left = np.where(score, p_left, chose_left == True)  # noqa: E712 (object column: True, False or None)
-    # the pair image matters only for portraits (one render per identity); elsewhere the render clusters
-    portrait = (two["paradigm"] == "stereotype").to_numpy()
-    images = np.where(portrait, [_pair_image(p) if x else "" for p, x in zip(two["pair_id"], portrait)], "")
-    out = []
-    for side, ident, key, y in (
-        ("L", "identity_left", "key_left", y_left),
-        ("R", "identity_right", "key_right", 1.0 - y_left),
-    ):
-        out.append(
-            pd.DataFrame(
-                {
-                    "family": family,
-                    "dimension": two["dimension"].to_numpy(),
-                    "target": two[ident].to_numpy(),
-                    "render": two[key].to_numpy(),
-                    "image": images,
-                    "component": side,
-                    "y": np.where(valid, y.astype(float), 0.0),
-                    "n": valid.astype(float),
-                }
-            )
-        )
-    cells = pd.concat(out, ignore_index=True)
-    keys = ["family", "dimension", "target", "render", "image", "component"]
-    return cells.groupby(keys, as_index=False, sort=False)[["y", "n"]].sum()
+    """Cells for `cluster_contrasts` (vignette_bench.eval.report.cells.choice_cells) with the side as
+    component L/R."""
+    cells = choice_cells(frame)
+    return cells.assign(component=np.where(cells["side"] == SIDE_LEFT, "L", "R")).drop(columns="side")
 
 
 def direct_tests(frame: pd.DataFrame) -> pd.DataFrame:
@@ -117,8 +81,8 @@ def direct_tests(frame: pd.DataFrame) -> pd.DataFrame:
     cells = selection_cells(frame)
     parts = []
     for (family, dim), c in cells.groupby(["family", "dimension"], sort=False):
-        one_look = family == "stereotype" and c.groupby("target")["render"].nunique().max() <= 1
-        c = c.assign(cluster=c["image"] if one_look else c["render"])
+        by_image = family == "stereotype" and one_look(c)
+        c = c.assign(cluster=c["image"] if by_image else c["render"])
         r = cluster_contrasts(c, {"L": 0.5, "R": 0.5}, 0.5)
         ok = r["flag"].fillna("").to_numpy() == ""
         parts.append(r.assign(family=family, dimension=dim, q=bh_qvalues(r["p_value"].to_numpy(float), ok)))

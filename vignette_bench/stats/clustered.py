@@ -327,6 +327,8 @@ def cluster_contrasts(
         var = np.bincount(ct, weights=psi * psi, minlength=tab.T)
         # a df below 1 would only arise when one cluster carries nearly all the weight
         df = np.clip(_bm_df(tab, k, h, N, rho), 1.0, np.maximum(G - 1.0, 1.0))
+        # A degenerate working model (icc estimated at 1 with tied clusters) leaves 0/0: use G - 1.
+        df = np.where(np.isfinite(df), df, np.maximum(G - 1.0, 1.0))
     else:
         psi = (w * e).sum(axis=1)
         var = np.bincount(ct, weights=psi * psi, minlength=tab.T) * G / np.maximum(G - 1.0, 1.0)

@@ -62,18 +62,12 @@ def families(df, metrics):
     out = []
     for paradigm, rows in df.groupby("paradigm"):
         for name in ("selection_frequency", "log_odds", "pair_comp"):
-            result = (
-                metrics[name].compute(data=rows)
-                if name == "pair_comp"
-                else metrics[name].compute(data=rows)
-            )
+            result = metrics[name].compute(data=rows) if name == "pair_comp" else metrics[name].compute(data=rows)
             table = pd.DataFrame(
                 result["identities" if name == "selection_frequency" else "cells" if name == "log_odds" else "pairs"]
             )
             out.append((f"{name}/{paradigm}", table["p_value"], table["q_value"], result["summary"]))
-    scores = pd.DataFrame(
-        metrics["polarity"].compute(data=df[df.paradigm == "stereotype"])["scores"]
-    )
+    scores = pd.DataFrame(metrics["polarity"].compute(data=df[df.paradigm == "stereotype"])["scores"])
     for dim, table in scores.groupby("trait_dimension"):  # polarity corrects within each trait dimension
         out.append((f"polarity/{dim}", table["p_value"], table["q_value"], {}))
     return out

@@ -529,16 +529,35 @@ def comparison_section(all_numbers: list[Numbers]) -> Section:
     return s
 
 
+def run_comparisons(groups: dict[str, list[Run]], frames: dict[str, pd.DataFrame]) -> list[Section]:
+    """`vignette compare` of the first model against each other one, identity by identity."""
+    from vignette_bench.eval.compare.compare import compare_frames
+    from vignette_bench.eval.compare.section import comparison_section as identity_comparison
+
+    def digests(rs: list[Run]) -> set[str]:
+        return {str((r.info.get("dataset") or {}).get("index_sha256")) for r in rs}
+
+    (first, *others) = list(groups)
+    out = []
+    for other in others:
+        shared = digests(groups[first]) == digests(groups[other])
+        c = compare_frames(frames[first], frames[other], first, other, shared_clusters=shared)
+        out.append(identity_comparison(c, level=3))
+    return out
+
+
 def build(runs: list[Run], min_effect: float = MIN_EFFECT) -> tuple[str, list[Section]]:
     groups = group_runs(runs)
     sections: list[Section] = []
     numbers = []
+    frames = {}
     for name, rs in groups.items():
         frame = pd.concat([r.responses for r in rs], ignore_index=True)
+        frames[name] = frame
         n = compute(frame, model=name)
         numbers.append(n)
         sections += model_sections(name, rs, n, min_effect)
     if len(numbers) > 1:
-        sections.insert(0, comparison_section(numbers))
+        sections[0:0] = [comparison_section(numbers), *run_comparisons(groups, frames)]
     title = "VIGNETTE report — " + ", ".join(groups)
     return title, sections

@@ -1,0 +1,1 @@
+"""`vignette compare`: two runs identity by identity, with cluster-robust intervals (docs/compare.md)."""

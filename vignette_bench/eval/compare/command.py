@@ -1,0 +1,75 @@
+"""vignette compare RUN_A RUN_B [--out DIR] [--labels A B] [--clusters auto|shared|separate]
+
+Compares two runs identity by identity (model vs model, real photos vs renders, one wording vs
+another): per (family, dimension, identity) both runs measured, the delta of side-balanced selection
+frequencies A − B with a cluster-robust CI, and per family the paper's four summary numbers (mean
+signed delta, mean absolute delta, RMSE, max absolute delta; pp) plus a noise-corrected RMS.
+Writes DIR/identities.csv, DIR/summary.csv, DIR/unmatched.csv, DIR/report.md (+ figures/) and
+DIR/report.html. --clusters: whether a render both runs showed is one cluster; auto = shared when
+both runs read the same render index (run.json dataset.index_sha256), else separate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from vignette_bench.eval.compare.compare import Comparison, compare_frames
+from vignette_bench.eval.report.runs import Run, RunError, load_run
+
+
+def _index_digest(run: Run) -> str | None:
+    dataset = run.info.get("dataset") if isinstance(run.info, dict) else None
+    return dataset.get("index_sha256") if isinstance(dataset, dict) else None
+
+
+def compare_runs(a: Run, b: Run, labels: tuple[str, str] | None = None, clusters: str = "auto") -> Comparison:
+    if clusters not in ("auto", "shared", "separate"):
+        raise ValueError(f"clusters must be auto, shared or separate, got {clusters!r}")
+    digest_a, digest_b = _index_digest(a), _index_digest(b)
+    shared = clusters == "shared" or (clusters == "auto" and digest_a is not None and digest_a == digest_b)
+    la, lb = labels or (a.name, b.name)
+    if la == lb:
+        la, lb = f"{la} ({a.path.name})", f"{lb} ({b.path.name})"
+    return compare_frames(a.responses, b.responses, la, lb, shared_clusters=shared)
+
+
+def write(c: Comparison, out: Path) -> list[Path]:
+    from vignette_bench.eval.compare.section import comparison_section
+    from vignette_bench.eval.report.page import write_html, write_markdown
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, frame in (("identities", c.identities), ("summary", c.summary), ("unmatched", c.unmatched)):
+        frame.to_csv(out / f"{name}.csv", index=False)
+        paths.append(out / f"{name}.csv")
+    title = f"VIGNETTE comparison — {c.label_a} vs {c.label_b}"
+    section = comparison_section(c)
+    return [*paths, write_markdown(title, [section], out), write_html(title, [section], out)]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_a", metavar="RUN_A", help="run folder (responses.parquet + run.json)")
+    p.add_argument("run_b", metavar="RUN_B", help="run folder compared against RUN_A (delta = A − B)")
+    p.add_argument("--out", type=Path, default=Path("compare"), help="output folder (default ./compare)")
+    p.add_argument("--labels", nargs=2, metavar=("A", "B"), help="names for the runs (default: their models)")
+    p.add_argument("--clusters", choices=("auto", "shared", "separate"), default="auto")
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        a, b = load_run(args.run_a), load_run(args.run_b)
+        c = compare_runs(a, b, tuple(args.labels) if args.labels else None, args.clusters)
+    except RunError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if c.identities.empty:
+        print(
+            f"error: {args.run_a} and {args.run_b} share no (family, dimension, identity) to compare", file=sys.stderr
+        )
+        return 2
+    for path in write(c, args.out):
+        print(f"wrote {path}")
+    print(c.summary.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    return 0

@@ -1,0 +1,183 @@
+"""Compare two runs identity by identity: model vs model, real photos vs renders, one wording vs another.
+
+For every (family, dimension, identity) that both runs measured, the delta is the difference of the
+identity's side-balanced selection frequencies, ``S_A - S_B`` in percentage points. Its interval and
+test come from one cluster-robust contrast over the stacked answers of both runs
+(`stats.verdicts.side_balanced_contrasts`, CR2 with Bell-McCaffrey df): the clusters are the renders
+shown (pair images for one-portrait stereotype answers), and a render both runs showed is one cluster,
+so answers of two models to the same images are not treated as independent. Runs from different
+sources (different render indexes) never share a cluster.
+
+Per run pair and family, the paper's four summary numbers over matched identities (papers/002,
+table 13): mean signed delta, mean absolute delta, RMSE and max absolute delta (pp). These include
+each delta's sampling noise (two equal runs give a positive MAE); ``rms_noise_corrected`` is
+sqrt(max(0, mean(delta^2 - se^2))) with its CI (`stats.multiplicity.noise_corrected_magnitude`), about
+0 when the runs agree up to noise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from vignette_bench.eval.report.cells import choice_cells, one_look
+from vignette_bench.stats.inference import bh_qvalues
+from vignette_bench.stats.multiplicity import noise_corrected_magnitude
+from vignette_bench.stats.verdicts import side_balanced_contrasts
+
+IDENTITY_COLUMNS = [
+    "family",
+    "dimension",
+    "identity",
+    "value_a",
+    "value_b",
+    "delta",
+    "se",
+    "ci_low",
+    "ci_high",
+    "df",
+    "n_clusters",
+    "p_value",
+    "q_value",
+    "n_a",
+    "n_b",
+    "flag",
+]
+SUMMARY_COLUMNS = [
+    "family",
+    "n_identities",
+    "mean_signed_delta",
+    "mean_abs_delta",
+    "rmse",
+    "max_abs_delta",
+    "rms_noise_corrected",
+    "rms_ci_low",
+    "rms_ci_high",
+    "n_significant",
+]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    label_a: str
+    label_b: str
+    identities: pd.DataFrame  # IDENTITY_COLUMNS, matched identities only
+    summary: pd.DataFrame  # SUMMARY_COLUMNS, one row per family
+    unmatched: pd.DataFrame  # family, dimension, identity, in_run: identities measured by one run only
+
+
+def _with_clusters(cells: pd.DataFrame, prefix: str) -> pd.DataFrame:
+    parts = []
+    for family, c in cells.groupby("family", sort=False):
+        by_image = family == "stereotype" and one_look(c)
+        parts.append(c.assign(cluster=prefix + (c["image"] if by_image else c["render"])))
+    return pd.concat(parts, ignore_index=True) if parts else cells.assign(cluster=pd.Series(dtype=object))
+
+
+def _rates(cells: pd.DataFrame) -> pd.DataFrame:
+    """Side-balanced selection frequency (%) and valid offers per (family, dimension, identity)."""
+    by_side = cells.groupby(["family", "dimension", "target", "side"])[["y", "n"]].sum()
+    rate = (by_side["y"] / by_side["n"]).unstack("side")
+    n = cells.groupby(["family", "dimension", "target"])["n"].sum()
+    return pd.DataFrame({"value": 100.0 * rate.mean(axis=1, skipna=False), "n": n})
+
+
+def compare_frames(
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    label_a: str = "A",
+    label_b: str = "B",
+    *,
+    shared_clusters: bool = True,
+    alpha: float = 0.05,
+) -> Comparison:
+    """Compare two responses frames (the runner's schema). ``shared_clusters``: the runs showed the same
+    renders (one source), so a render is one cluster across both; False keeps them apart."""
+    ca, cb = choice_cells(a), choice_cells(b)
+    ca = _with_clusters(ca, "" if shared_clusters else "A:")
+    cb = _with_clusters(cb, "" if shared_clusters else "B:")
+    keys = ["family", "dimension", "target"]
+    ra, rb = _rates(ca), _rates(cb)
+    matched = ra.index.intersection(rb.index)
+    matched = matched[(ra.loc[matched, "n"] > 0).to_numpy() & (rb.loc[matched, "n"] > 0).to_numpy()]
+    only = [(ra.index.difference(matched), label_a), (rb.index.difference(matched), label_b)]
+    unmatched = pd.DataFrame(
+        [(*k, lab) for idx, lab in only for k in idx], columns=["family", "dimension", "identity", "in_run"]
+    )
+    stacked = pd.concat([ca.assign(part=0), cb.assign(part=1)], ignore_index=True)
+    stacked = stacked.set_index(keys).loc[lambda f: f.index.isin(matched)].reset_index()
+    rows = []
+    for (family, dimension), c in stacked.groupby(["family", "dimension"], sort=False):
+        res = side_balanced_contrasts(c, {0: 1.0, 1: -1.0}, 0.0, alpha, constant_parts=True)
+        # Identical answers in every cluster: the delta is exactly 0 with no variance, not "significant".
+        same = (res["se"].fillna(0.0) <= 1e-9) & (res["estimate"].abs() <= 1e-9)
+        res.loc[same, ["estimate", "se", "ci_low", "ci_high", "p_value"]] = [0.0, 0.0, 0.0, 0.0, 1.0]
+        res.loc[same & (res["flag"] == ""), "flag"] = "no_difference"
+        for target, r in res.iterrows():
+            key = (family, dimension, target)
+            rows.append(
+                {
+                    "family": family,
+                    "dimension": dimension,
+                    "identity": target,
+                    "value_a": float(ra.loc[key, "value"]),
+                    "value_b": float(rb.loc[key, "value"]),
+                    "delta": 100.0 * r["estimate"],
+                    "se": 100.0 * r["se"],
+                    "ci_low": 100.0 * r["ci_low"],
+                    "ci_high": 100.0 * r["ci_high"],
+                    "df": r["df"],
+                    "n_clusters": int(r["n_clusters"]),
+                    "p_value": float(r["p_value"]),
+                    "n_a": int(ra.loc[key, "n"]),
+                    "n_b": int(rb.loc[key, "n"]),
+                    "flag": r["flag"] if r["flag"] else ("" if r["side_balanced"] else "not_side_balanced"),
+                }
+            )
+    ident = pd.DataFrame(rows, columns=[c for c in IDENTITY_COLUMNS if c != "q_value"])
+    ident["q_value"] = np.ones(len(ident))
+    for _, idx in ident.groupby("family", sort=False).groups.items():  # BH within each family
+        tested = ident.loc[idx, "flag"].isin(["", "not_side_balanced", "no_difference"]).to_numpy()
+        ident.loc[idx, "q_value"] = bh_qvalues(ident.loc[idx, "p_value"].to_numpy(float), tested=tested)
+    ident = ident[IDENTITY_COLUMNS].sort_values(["family", "dimension", "identity"], ignore_index=True)
+    return Comparison(label_a, label_b, ident, _summary(ident, alpha), unmatched)
+
+
+def _forced_choice_blocks(dimension: pd.Series) -> np.ndarray:
+    """Correlation of the deltas: identities of one dimension compete for the same choices, so within a
+    dimension of k identities their rates (and the runs' differences) correlate at -1/(k-1)."""
+    dims = dimension.to_numpy(object)
+    same = dims[:, None] == dims[None, :]
+    k = pd.Series(dims).map(pd.Series(dims).value_counts()).to_numpy(float)
+    r = np.where(k > 1, -1.0 / np.maximum(k - 1.0, 1.0), 0.0)
+    return np.where(same, r[:, None], 0.0) + np.eye(len(dims)) * (1.0 - np.where(k > 1, r, 0.0))
+
+
+def _summary(ident: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    rows = []
+    for family, g in ident.groupby("family", sort=True):
+        ok = np.isfinite(g["delta"].to_numpy(float)) & np.isfinite(g["se"].to_numpy(float))
+        g = g[ok]
+        d, se = g["delta"].to_numpy(float), g["se"].to_numpy(float)
+        if len(d) and not np.any(d):  # identical runs: nothing to correct
+            rms, lo, hi = 0.0, 0.0, 0.0
+        else:
+            mag = noise_corrected_magnitude(d, se, 0.0, alpha=alpha, dependence=_forced_choice_blocks(g["dimension"]))
+            rms, lo, hi = (float(mag[k]) for k in ("magnitude", "ci_low", "ci_high")) if len(d) else (np.nan,) * 3  # type: ignore[arg-type]
+        rows.append(
+            {
+                "family": family,
+                "n_identities": int(len(d)),
+                "mean_signed_delta": float(d.mean()) if len(d) else np.nan,
+                "mean_abs_delta": float(np.abs(d).mean()) if len(d) else np.nan,
+                "rmse": float(np.sqrt((d**2).mean())) if len(d) else np.nan,
+                "max_abs_delta": float(np.abs(d).max()) if len(d) else np.nan,
+                "rms_noise_corrected": rms,
+                "rms_ci_low": lo,
+                "rms_ci_high": hi,
+                "n_significant": int((g["q_value"] < alpha).sum()),
+            }
+        )
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
