@@ -9,7 +9,7 @@ export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo demo-news demo-explain lint test venv clean bench-runner
+.PHONY: demo demo-news demo-explain lint test venv clean bench-runner sysdeps
 
 # The project itself is installed (editable, with every extra) so .venv/bin/vignette exists;
 # requirements.txt pins what pyproject.toml leaves open (torch's CPU build above all).
@@ -46,7 +46,17 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: lint
+# Software nobody here wrote that the tests drive: Debian's chromium + chromedriver (browser tests) and
+# nginx (a real static file server). Installed with apt when missing and we are root; else those tests skip.
+SYSDEPS := chromium chromium-driver nginx-light
+sysdeps:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null && command -v nginx >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSDEPS) >/dev/null) \
+	    || echo "warning: apt-get could not install $(SYSDEPS): the browser and nginx tests will skip"; \
+	else echo "warning: $(SYSDEPS) not installed and not root: the browser and nginx tests will skip"; fi
+
+test: lint sysdeps
 	$(PY) -m pytest -q -n 2 tests
 
 clean:

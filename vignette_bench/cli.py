@@ -57,6 +57,13 @@ COMMANDS: dict[str, Command | Group] = {
     "merge": Command(f"{EVAL}.runtime.merge", "join a run's log parts into responses.parquet, checking for gaps"),
     "report": Command(f"{EVAL}.report.command", "tables, figures and verdicts from one or more runs"),
     "compare": Command(f"{EVAL}.compare.command", "two runs identity by identity: deltas with cluster-robust CIs"),
+    "annotate": Group(
+        "human validation of renders and pairs (papers/002, tables 9 and 10)",
+        {
+            "export": Command("vignette_bench.annotate.export", "a seeded sample as one offline HTML annotation page"),
+            "score": Command("vignette_bench.annotate.score", "agreement % and Cohen's/Fleiss' kappa with CIs"),
+        },
+    ),
     "leaderboard": Command(f"{EVAL}.leaderboard.command", "create, validate, build and export leaderboard entries"),
     "news": Group(
         "the news subset: open-ended answers, the LLM judge, results",

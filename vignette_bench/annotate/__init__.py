@@ -1,0 +1,1 @@
+"""Human validation of renders and pairs: an offline annotation page and agreement scores (docs/annotate.md)."""
