@@ -48,6 +48,7 @@ COMMANDS: dict[str, Command | Group] = {
             "shard": Command(f"{BUILD}.shard", "pack renders into WebDataset shards and write renders/index.parquet"),
             "verify": Command(f"{BUILD}.verify", "check that a source's index matches its shard bytes"),
             "sample": Command(f"{BUILD}.sample", "build a small placeholder source folder (no model needed)"),
+            "photos": Command(f"{BUILD}.photos", "your own labelled photos as a source in the renders' layout"),
             "news": Command(f"{BUILD}.news", "package the news subset (images + rows -> parquet shards)"),
         },
     ),
