@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
 
 from vignette_bench.dataset_builder.records import variant_key
-from vignette_bench.taxonomy import GENDERS, TIME_USES, Identity, Taxonomy, load_taxonomy, slug
+from vignette_bench.taxonomy import GENDERS, REPRESENTATIVENESS, TIME_USES, Identity, Taxonomy, load_taxonomy, slug
 
 logger = logging.getLogger("vignette")
 
@@ -317,6 +317,7 @@ class PairFilters(TypedDict):
     activities: tuple[str, ...] | None
     time_use: tuple[str, ...] | None
     exclude_near_synonyms: bool
+    representativeness: tuple[str, ...] | None
 
 
 class PairSpace:
@@ -333,7 +334,8 @@ class PairSpace:
     ``gender`` (male | female | mixed), ``dimensions``, ``identities`` (with
     ``identity_match="all"``: every identity of the pair is listed; ``"any"``: at least one is),
     ``activities`` and ``time_use`` (every activity of the pair must pass),
-    ``exclude_near_synonyms`` (drop taxonomy.near_synonyms pairs), ``coverage`` (only members and
+    ``exclude_near_synonyms`` (drop taxonomy.near_synonyms pairs), ``representativeness`` (only
+    identities whose ``Identity.visual_representativeness`` is listed), ``coverage`` (only members and
     activities a source has renders for).
 
     Left/right rule: the canonical pair is (first, second) in taxonomy order; ``swapped`` (the second
@@ -359,6 +361,7 @@ class PairSpace:
         activities: str | Sequence[str] | None = None,
         time_use: str | Sequence[str] | None = None,
         exclude_near_synonyms: bool = False,
+        representativeness: str | Sequence[str] | None = None,
         coverage: Coverage | None = None,
         orders: Orders = "rule",
     ) -> None:
@@ -378,6 +381,7 @@ class PairSpace:
             "activities": _as_tuple(activities),
             "time_use": _as_tuple(time_use),
             "exclude_near_synonyms": exclude_near_synonyms,
+            "representativeness": _as_tuple(representativeness),
         }
         self.full_blocks = _full_blocks(taxonomy, config)
         self.full_size = (
@@ -417,6 +421,9 @@ class PairSpace:
         for d in f["dimensions"] or ():
             if d not in tax.dimensions:
                 raise _unknown("dimension", d, tax.dimensions)
+        for r in f["representativeness"] or ():
+            if r not in REPRESENTATIVENESS:
+                raise _unknown("representativeness", r, REPRESENTATIVENESS)
         names = {i.name for i in tax.identities}
         for i in f["identities"] or ():
             if i not in names:
@@ -450,7 +457,8 @@ class PairSpace:
             have = [
                 p
                 for p, m in enumerate(fb.members)
-                if coverage is None or (m.gender, m.identity.name) in coverage.members(self.config)
+                if (coverage is None or (m.gender, m.identity.name) in coverage.members(self.config))
+                and (f["representativeness"] is None or m.identity.visual_representativeness in f["representativeness"])
             ]
             chosen = [p for p in have if f["identities"] is None or fb.members[p].identity.name in f["identities"]]
             kind = _IDENTITY_KIND[self.config]
@@ -1361,6 +1369,7 @@ def load_dataset(
     activities: str | Sequence[str] | None = None,
     time_use: str | Sequence[str] | None = None,
     exclude_near_synonyms: bool = False,
+    representativeness: str | Sequence[str] | None = None,
     sample: int | None = None,
     seed: int = 0,
     orders: Orders = "rule",
@@ -1411,6 +1420,7 @@ def load_dataset(
         activities=activities,
         time_use=time_use,
         exclude_near_synonyms=exclude_near_synonyms,
+        representativeness=representativeness,
         coverage=index.coverage,
         orders=orders,
     )

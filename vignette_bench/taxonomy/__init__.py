@@ -62,6 +62,18 @@ class Identity:
     visible_llm: str
     visible_human: str
 
+    @property
+    def visual_representativeness(self) -> str:
+        """From the LLM and human labels (yes / maybe / no): ``representative`` when both say yes,
+        ``not_representative`` when either says no, else ``ambiguous``. Stricter than the paper's rule
+        (appendix A.2: agreement wins, maybe + maybe or yes + maybe -> yes, any no -> no), which calls
+        every identity of the published list representative; this keeps the disagreement visible so an
+        analysis can check that a finding holds on the identities both judged depictable."""
+        labels = {self.visible_llm.strip().lower(), self.visible_human.strip().lower()}
+        if "no" in labels:
+            return "not_representative"
+        return "representative" if labels == {"yes"} else "ambiguous"
+
     def form(self, gender: Gender) -> str:
         """The words for this identity in a prompt ('old woman'); '' if not rendered in gender."""
         return self.male_form if gender == "male" else self.female_form
@@ -186,6 +198,9 @@ def _unique(rows: list[dict[str, str]], key: tuple[str, ...], what: str) -> None
         if k in seen:
             raise TaxonomyError(f"{r['_where']}: duplicate {what} {k} (first at {seen[k]})")
         seen[k] = r["_where"]
+
+
+REPRESENTATIVENESS = ("representative", "ambiguous", "not_representative")
 
 
 def load_taxonomy(path: str | Path | None = None) -> Taxonomy:

@@ -420,6 +420,13 @@ def _robust_text(v) -> str:
     return "yes" if bool(v) else "no"
 
 
+def _representativeness() -> dict[str, str]:
+    """identity -> its visual representativeness in the packaged taxonomy (taxonomy.Identity)."""
+    from vignette_bench.taxonomy import load_taxonomy
+
+    return {i.name: i.visual_representativeness for i in load_taxonomy().identities}
+
+
 def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Section:
     s = Section("Verdicts", level=3)
     if verdict.empty:
@@ -438,6 +445,17 @@ def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Sec
     )
     counts = verdict["verdict"].value_counts().reindex(VERDICTS).dropna().astype(int)
     s.tables.append(("Identities by verdict", counts.rename_axis("verdict").reset_index(name="identities")))
+    visual = verdict["identity"].map(_representativeness()).fillna("")
+    by_visual = pd.crosstab(visual.replace("", "unknown"), verdict["verdict"]).reindex(
+        columns=[v for v in VERDICTS if v in set(verdict["verdict"])]
+    )
+    s.tables.append(
+        (
+            "Verdicts by visual representativeness of the identity (both LLM and human judged it depictable: "
+            "representative; either unsure: ambiguous) — a finding should hold on the representative ones",
+            by_visual.rename_axis("visual representativeness").reset_index(),
+        )
+    )
     table = pd.DataFrame(
         {
             "identity": verdict["identity"],
@@ -452,6 +470,7 @@ def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Sec
             "clusters": verdict["n_clusters"],
             "detectable effect (pp)": verdict["detectable_effect"],
             "refusals robust": [_robust_text(v) for v in verdict["robust"]],
+            "visual representativeness": visual,
         }
     )
     s.tables.append((f"Verdict per identity (minimum effect {min_effect:g} pp)", table))

@@ -142,6 +142,7 @@ FILTER_KEYS = (
     "activities",
     "time_use",
     "exclude_near_synonyms",
+    "representativeness",
 )
 
 
