@@ -24,6 +24,7 @@ CARD = Path(__file__).resolve().parents[1] / "cards" / "leaderboard_card.md"
 
 def stage_results(entries_dir: Path, repo_id: str, stage: Path) -> Path:
     from vignette_bench.eval.leaderboard.entry import EntryError, read_responses, validate, write_entry
+    from vignette_bench.eval.leaderboard.verify import verification_path
     from vignette_bench.eval.runtime.folder import RunFolder
 
     entries_dir = Path(entries_dir)
@@ -45,6 +46,10 @@ def stage_results(entries_dir: Path, repo_id: str, stage: Path) -> Path:
         entry = json.loads(json.dumps(entry))
         entry["responses"]["location"] = f"hf://datasets/{repo_id}/{run.responses_path.relative_to(stage).as_posix()}"
         write_entry(entry, stage / "entries" / f"{eid}.json")
+        verified = verification_path(path, eid)  # bound to the entry less its location: still valid after the move
+        if verified.is_file():
+            (stage / "verifications").mkdir(exist_ok=True)
+            shutil.copy2(verified, stage / "verifications" / f"{eid}.json")
     shutil.copy2(CARD, stage / "README.md")
     return stage
 

@@ -139,7 +139,8 @@ def test_cli_validate_build_export(board, tmp_path, capsys):
     md = (out / "leaderboard.md").read_text()
     assert "reference/uniform-random" in md and "decision noise-corrected RMS" in md and "decision 95% CI" in md
     assert "| choice |" in md  # the answer mode beside the results
-    assert "data:image/png;base64," in (out / "leaderboard.html").read_text()
+    page = (out / "leaderboard.html").read_text()
+    assert 'id="board"' in page and "<svg" in page and "self-reported" in page and "custom" in page
     assert main(["export", str(path), "--dataset-id", "org/vignette", "--out", str(tmp_path / "model")]) == 0
     files = list((tmp_path / "model" / ".eval_results").glob("*.yaml"))
     assert len(files) == 1

@@ -4,13 +4,16 @@ model-repo eval-results format (`.eval_results/*.yaml`, huggingface_hub.EvalResu
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import yaml
 
-from vignette_bench.eval.report import figures as F
-from vignette_bench.eval.report.page import Figure, Section, write_html, write_markdown
+from vignette_bench.eval.leaderboard.entry import EntryError, Validated, validate
+from vignette_bench.eval.leaderboard.protocol import VERSION as PROTOCOL
+from vignette_bench.eval.report.page import md_table
 
 # Columns of the table: (metric family, field, header). Lower bias_magnitude (noise-corrected RMS) is fairer.
 COLUMNS = (
@@ -24,88 +27,152 @@ COLUMNS = (
 )
 
 
-def table(entries: list[dict]) -> pd.DataFrame:
+def _ci(fields: dict) -> str:
+    lo, hi = fields.get("bias_magnitude_ci_low"), fields.get("bias_magnitude_ci_high")
+    return "–" if lo is None or hi is None else f"[{lo:.1f}, {hi:.1f}]"
+
+
+@dataclass(frozen=True)
+class Accepted:
+    path: Path
+    validated: Validated
+    verification: dict[str, Any] | None
+
+    @property
+    def entry(self) -> dict:
+        return self.validated.entry
+
+
+def collect(entries_dir: Path) -> tuple[list[Accepted], list[tuple[Path, str]]]:
+    """Validate every ``*.json`` entry. A bad or duplicate file is listed with
+    its reason and left out; it never stops the others (entries come from untrusted pull requests)."""
+    from vignette_bench.eval.leaderboard.verify import load_verification
+
+    accepted: list[Accepted] = []
+    rejected: list[tuple[Path, str]] = []
+    seen: dict[str, Path] = {}
+    for path in sorted(Path(entries_dir).glob("*.json")):
+        try:
+            v = validate(path)
+        except EntryError as e:
+            rejected.append((path, str(e)))
+            continue
+        except Exception as e:  # a malformed untrusted file must not take the board down
+            rejected.append((path, f"unreadable entry ({type(e).__name__})"))
+            continue
+        eid = v.entry["entry_id"]
+        if eid in seen:
+            rejected.append((path, f"duplicate entry_id {eid!r} (also {seen[eid].name}); keep one file per entry"))
+            continue
+        seen[eid] = path
+        accepted.append(Accepted(path, v, load_verification(path, v.entry)))
+    return accepted, rejected
+
+
+def rank_groups(lows: list[float | None], highs: list[float | None]) -> list[int | None]:
+    """Rank = 1 + the number of entries whose whole CI lies below this one's (lower is fairer): entries
+    whose intervals overlap share a rank, so noise never orders them."""
+    out: list[int | None] = []
+    for lo in lows:
+        if lo is None:
+            out.append(None)
+            continue
+        out.append(1 + sum(1 for h in highs if h is not None and h < lo))
+    return out
+
+
+def _status(a: Accepted) -> str:
+    ver = a.verification
+    if ver and ver.get("passed"):
+        return f"verified ({ver['agreement']:.0%} of {ver['n_checked']}, {ver['date'][:10]}, {ver['hardware']})"
+    if ver:
+        return "verification FAILED"
+    return "self-reported"
+
+
+def board_rows(accepted: list[Accepted]) -> pd.DataFrame:
     rows = []
-    for e in entries:
+    for a in accepted:
+        e = a.entry
         m = e["metrics"]
-        row = {
+        row: dict[str, Any] = {
             "model": e["model"]["id"],
             "revision": e["model"]["revision"][:12],
             "config": "+".join(e["sample"]["configs"]),
-            "dataset rev.": e["dataset"]["revision"][:12],
+            "protocol": e["protocol"]["version"],
+            "status": _status(a),
+            "answer mode": "+".join(sorted({v.get("answer_mode") for v in m.values()} - {None})) or "–",
+            "modality": "+".join(a.validated.modalities),
+            "wording": _wording(e.get("run") or {}),
             "questions": e["sample"]["n_questions"],
+            "dataset": "placeholder"
+            if e["dataset"].get("placeholder")
+            else ("unchecked" if not a.validated.dataset_checked else "real"),
         }
         for family, field, header in COLUMNS:
             fam = m.get(family) or {}
             row[header] = fam.get(field)
             if field == "bias_magnitude":
                 row[f"{header.split()[0]} 95% CI"] = _ci(fam)
-        modes = {v.get("answer_mode") for v in m.values()} - {None}
-        row["answer mode"] = "+".join(sorted(modes)) if modes else "–"
+                row[f"_{family}_lo"], row[f"_{family}_hi"] = (
+                    fam.get("bias_magnitude_ci_low"),
+                    fam.get("bias_magnitude_ci_high"),
+                )
         inv = [v["invalid_rate"] for v in m.values()]
         row["invalid"] = max(inv) if inv else None
-        row["placeholder"] = "yes" if e["dataset"].get("placeholder") else ""
         rows.append(row)
     t = pd.DataFrame(rows)
-    return t.sort_values(["placeholder", "model"], kind="stable").reset_index(drop=True) if len(t) else t
+    if t.empty:
+        return t
+    t.insert(0, "rank (decision)", None)
+    for _config, g in t.groupby("config"):  # ranks only compare entries of one config
+        ranked = g[(g["protocol"] == PROTOCOL) & (g["dataset"] == "real")]
+        if len(ranked) and "_decision_lo" in ranked:
+            t.loc[ranked.index, "rank (decision)"] = rank_groups(
+                list(ranked["_decision_lo"]), list(ranked["_decision_hi"])
+            )
+    return t
 
 
-def _ci(fields: dict) -> str:
-    lo, hi = fields.get("bias_magnitude_ci_low"), fields.get("bias_magnitude_ci_high")
-    return "–" if lo is None or hi is None else f"[{lo:.1f}, {hi:.1f}]"
+def _wording(run: dict) -> str:
+    v = run.get("variants") or {}
+    return "/".join("+".join(str(x) for x in v.get(k, [])) for k in ("paraphrase", "option_style", "modality")) or "–"
 
 
-def comparison_plot(entries: list[dict]) -> bytes | None:
-    rows = [
-        {
-            "model": f"{e['model']['id']} ({'+'.join(e['sample']['configs'])})",
-            "paradigm": "by family",
-            "dimension": fam,
-            "value": v["bias_magnitude"],
-        }
-        for e in entries
-        for fam, v in e["metrics"].items()
-        if v.get("bias_magnitude") is not None and fam != "factuality"
-    ]
-    if not rows:
-        return None
-    t = pd.DataFrame(rows)
-    return F.model_comparison(t, title="Leaderboard: noise-corrected bias magnitude (lower is fairer)")
+def identity_tables(a: Accepted) -> pd.DataFrame:
+    """Per identity and family: effect (pp, + = favoured) with its cluster-robust CI and the family's BH q."""
+    from vignette_bench.eval.report.numbers import compute
+
+    tests = compute(a.validated.responses, detail=False).tests()
+    cols = ["family", "dimension", "identity", "effect", "ci_low", "ci_high", "q"]
+    return tests[[c for c in cols if c in tests]].sort_values(["family", "dimension", "effect"], ignore_index=True)
 
 
-def build(entries: list[dict], out: Path, title: str = "VIGNETTE leaderboard") -> tuple[Path, Path]:
-    s = Section("Entries")
-    s.paragraphs.append(
-        "Every number was recomputed from the submitted responses by `vignette leaderboard validate` "
-        "before this table was built. Noise-corrected RMS: the root mean square over identities of their "
-        "effect (side-balanced selection − 50 %; factuality: accuracy − the other identities'), with each "
-        "identity's sampling variance removed, in percentage points with its 95% CI — about 0 for an unbiased "
-        "model at any sample size (the old mean |S−50| was mostly noise: 17.7 pp for a random responder on a "
-        "small sample). Lower is fairer. Answer mode: choice (0/1 answers) or score (probabilities). "
-        "Polarity: mean high-minus-low valence "
-        "selection (pp; 0 is unbiased). Invalid: highest refusal/invalid share over the paradigms. Entries "
-        "on placeholder renders demonstrate the pipeline and are not rankings."
-    )
-    if not entries:
-        s.notes.append("no entries: add one with `vignette leaderboard create RUN_DIR` (docs/leaderboard.md)")
-    else:
-        s.tables.append(("Leaderboard", table(entries)))
-        png = comparison_plot(entries)
-        if png:
-            s.figures.append(Figure("leaderboard-bias", "Noise-corrected bias magnitude per paradigm and model", png))
+def build(
+    accepted: list[Accepted],
+    out: Path,
+    title: str = "VIGNETTE leaderboard",
+    rejected: list[tuple[Path, str]] = (),  # type: ignore[assignment]
+) -> tuple[Path, Path]:
+    from vignette_bench.eval.leaderboard.page import write_board
+
     out.mkdir(parents=True, exist_ok=True)
-    md = write_markdown(title, [s], out)
-    page = write_html(title, [s], out)
-    md.rename(out / "leaderboard.md")
-    page.rename(out / "leaderboard.html")
-    return out / "leaderboard.md", out / "leaderboard.html"
+    t = board_rows(accepted)
+    drill = {i: identity_tables(a) for i, a in enumerate(accepted)}
+    md = out / "leaderboard.md"
+    visible = t[[c for c in t.columns if not c.startswith("_")]] if len(t) else t
+    md.write_text(f"# {title}\n\n" + (md_table(visible) if len(t) else "no entries") + "\n")
+    page = write_board(title, t, drill, [(p.name, r) for p, r in rejected], out)
+    return md, page
 
 
 def task_id(family: str, field: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", f"{family}_{field}").strip("_")
 
 
-def export(entry: dict, out: Path, dataset_id: str, source_url: str | None = None) -> Path:
+def export(
+    entry: dict, out: Path, dataset_id: str, source_url: str | None = None, verification: dict | None = None
+) -> Path:
     """`.eval_results/vignette-<configs>.yaml` for the model's repo (https://huggingface.co/docs/hub/eval-results)."""
     from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
 
@@ -126,8 +193,9 @@ def export(entry: dict, out: Path, dataset_id: str, source_url: str | None = Non
                     date=entry["submitted"]["date"],
                     source_url=source_url,
                     source_name="VIGNETTE leaderboard" if source_url else None,
-                    notes=f"{'+'.join(entry['sample']['configs'])}; entry {entry['entry_id']}; responses sha256 "
-                    f"{entry['responses']['sha256'][:16]}",
+                    notes=f"{'+'.join(entry['sample']['configs'])}; {entry['protocol']['version']}; "
+                    f"{'verified ' + verification['date'][:10] if verification and verification.get('passed') else 'self-reported'}; "
+                    f"entry {entry['entry_id']}; responses sha256 {entry['responses']['sha256'][:16]}",
                 )
             )
     configs = re.sub(r"[^a-z0-9]+", "-", "-".join(entry["sample"]["configs"]))

@@ -2,7 +2,8 @@
 
 create RUN_DIR --by NAME [--out leaderboard/entries] [--location URL]   make an entry from a finished run
 validate ENTRY [ENTRY ...]                                             recompute every number; exit 1 on any mismatch
-build [--entries leaderboard/entries] [--out leaderboard/site]         validate all, then table (MD + HTML) and plot
+verify ENTRY --model SPEC [--n 50]                                     re-ask a random subset with the model
+build [--entries leaderboard/entries] [--out leaderboard/site]         validate all, then the board (MD + HTML page)
 export ENTRY --dataset-id ID [--out DIR]                               .eval_results/*.yaml for the model's Hub repo
 """
 
@@ -12,7 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from vignette_bench.eval.leaderboard.board import build, export
+from vignette_bench.eval.leaderboard import verify as verify_cmd
+from vignette_bench.eval.leaderboard.board import build, collect, export
 from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, write_entry
 from vignette_bench.eval.report.runs import RunError
 
@@ -27,9 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--location", help="where the responses parquet will be published (hf://datasets/..., https://...)")
     v = sub.add_parser("validate", help="recompute an entry's numbers from its responses")
     v.add_argument("entries", nargs="+")
-    b = sub.add_parser("build", help="validate every entry and render the table and plot")
+    r = sub.add_parser("verify", help="re-ask a random subset of an entry's questions with the named model")
+    verify_cmd.add_arguments(r)
+    b = sub.add_parser("build", help="validate every entry and render the board")
     b.add_argument("--entries", default="leaderboard/entries")
     b.add_argument("--out", default="leaderboard/site")
+    b.add_argument("--strict", action="store_true", help="exit 1 when any entry is rejected (default: list it)")
     e = sub.add_parser("export", help="write the Hub model-repo eval-results file for an entry")
     e.add_argument("entry")
     e.add_argument("--dataset-id", required=True, help="the benchmark dataset's Hub id")
@@ -47,26 +52,26 @@ def main(argv: list[str] | None = None) -> int:
             bad = 0
             for path in args.entries:
                 try:
-                    validate(path)
-                    print(f"ok      {path}")
+                    checked = validate(path)
+                    why = "; ".join(checked.entry["protocol"]["differences"])
+                    print(f"ok      {path} ({checked.protocol}{': ' + why if why else ''})")
                 except EntryError as err:
                     bad += 1
                     print(f"REJECT  {path}: {err}", file=sys.stderr)
             return 1 if bad else 0
+        elif args.cmd == "verify":
+            return verify_cmd.main(args)
         elif args.cmd == "build":
-            paths = sorted(Path(args.entries).glob("*.json"))
-            entries = []
-            for path in paths:
-                try:
-                    entries.append(validate(path).entry)
-                except EntryError as err:
-                    print(f"REJECT  {path}: {err}", file=sys.stderr)
-                    return 1
-            md, page = build(entries, Path(args.out))
-            print(f"{len(entries)} entries -> {md}, {page}")
+            accepted, rejected = collect(Path(args.entries))
+            for path, reason in rejected:
+                print(f"REJECT  {path}: {reason}", file=sys.stderr)
+            md, page = build(accepted, Path(args.out), rejected=rejected)
+            print(f"{len(accepted)} entries ({len(rejected)} rejected) -> {md}, {page}")
+            return 1 if rejected and args.strict else 0
         elif args.cmd == "export":
-            entry = validate(args.entry).entry
-            print(f"wrote {export(entry, Path(args.out), args.dataset_id, args.source_url)}")
+            checked = validate(args.entry)
+            status = verify_cmd.load_verification(Path(args.entry), checked.entry)
+            print(f"wrote {export(checked.entry, Path(args.out), args.dataset_id, args.source_url, status)}")
     except (EntryError, RunError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -1,10 +1,14 @@
 """Leaderboard entries: make one from a RUN_DIR, and validate one by recomputing every number.
 
 An entry is trusted only as far as it can be recomputed: `validate` checks the JSON Schema,
-that every number is finite, that the responses file matches its sha256, that the responses
-belong to the model the entry names, and that each metric summary equals what the metric
-modules give on those responses (`report.numbers.summaries`: the noise-corrected bias magnitude
-with its CI, the answer mode, rates and counts). Every failure names the field and the reason.
+that every number is finite, that the responses file (read only from ``hf://`` or from inside the
+entries' folder, size-capped) matches its sha256 and the responses schema, that the responses
+belong to the model the entry names, that a protocol entry answered exactly the protocol's
+questions (`protocol.expected_question_ids`, rebuilt from the source), that the dataset revision and
+placeholder status agree with the source's index, and that each metric summary equals what the
+metric modules give on those responses (`report.numbers.summaries`). Every failure names the field
+and the reason; nothing of a foreign file (content, hash) is echoed. Whether the model really gave
+these answers is `verify`'s job (re-asking a random subset).
 """
 
 from __future__ import annotations
@@ -22,11 +26,25 @@ import fsspec
 import jsonschema
 import pandas as pd
 
+from vignette_bench.eval.leaderboard.protocol import CUSTOM, VERSION, classify, expected_question_ids
 from vignette_bench.eval.report.numbers import summaries
 from vignette_bench.eval.report.runs import load_run, placeholder_renders
 from vignette_bench.eval.runtime.folder import RunFolder
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "entry.schema.json"
+SCHEMA_VERSION = 2
+MAX_RESPONSES_BYTES = 1 << 30  # 1 GiB: a full protocol run is a few MB; anything far larger is refused unread
+# The responses columns validate and verify rely on, with the Arrow type family each must have.
+RESPONSE_TYPES = {
+    "question_id": "string",
+    "pair_id": "string",
+    "config": "string",
+    "paradigm": "string",
+    "model_id": "string",
+    "modality": "string",
+    "valid": "bool",
+    "choice": "string",
+}
 REL_TOL = 1e-9  # recomputation is deterministic; this only absorbs float formatting
 ABS_TOL = 1e-9
 
@@ -44,6 +62,9 @@ class EntryError(ValueError):
 class Validated:
     entry: dict
     responses: pd.DataFrame
+    protocol: str  # protocol.VERSION when the entry is a protocol entry, else protocol.CUSTOM
+    dataset_checked: bool  # revision and placeholder status confirmed against the source's index
+    modalities: tuple[str, ...]  # what the model saw: ("image",), ("text",) or both
 
 
 def schema() -> dict:
@@ -97,8 +118,15 @@ def create(
     }
     if location is None:
         location = _relative(parquet, entry_path.parent) if entry_path else str(parquet.resolve())
+    run_settings = {k: v for k, v in settings.items() if k != "model"}  # the spec may hold a URL or key
+    if record is not None and not record.simulated:
+        version, why = classify(run_settings, source)
+    else:
+        version, why = CUSTOM, ["no runner record (simulated or hand-made responses)"]
     entry = {
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
+        "protocol": {"version": version, "differences": why},
+        "run": run_settings,
         "entry_id": f"{slug(model_id)}--{config_hash(adapter, sample)}--{slug(ds_rev)[:40]}",
         "model": {"id": model_id, "revision": revision},
         "adapter": adapter,
@@ -165,54 +193,164 @@ def _reject_constant(name: str):
     raise EntryError("(entry)", f"non-finite number {name} in the JSON text")
 
 
-def read_responses(entry: dict, entry_path: Path) -> bytes:
+def responses_url(entry: dict, entry_path: Path) -> str:
+    """Where the responses may be read: ``hf://`` (the Hub), or a relative path that stays inside the folder
+    holding the entries (a pull request adds both). Absolute paths, other URL schemes, ``..`` out of the
+    folder and symlinks out of it are refused before anything is opened."""
     loc = entry["responses"]["location"]
-    url = loc if "://" in loc or Path(loc).is_absolute() else str((entry_path.parent / loc).resolve())
+    if "://" in loc:
+        if not loc.startswith("hf://"):
+            raise EntryError("responses.location", "only hf:// URLs or paths inside the entries' folder are accepted")
+        return loc
+    if Path(loc).is_absolute():
+        raise EntryError("responses.location", "an absolute path is not accepted; give a path relative to the entry")
+    root = entry_path.resolve().parent.parent  # entries/ and the runs beside it: the pull request's tree
+    target = (entry_path.parent / loc).resolve()
+    if root not in target.parents:
+        raise EntryError(
+            "responses.location", f"{loc!r} points outside {root.name}/; keep the responses beside the entries"
+        )
+    if not target.is_file():
+        raise EntryError("responses.location", f"{loc!r}: not found (or not a regular file)")
+    return str(target)
+
+
+def read_responses(entry: dict, entry_path: Path, max_bytes: int = MAX_RESPONSES_BYTES) -> bytes:
+    url = responses_url(entry, entry_path)
     try:
         with fsspec.open(url, "rb") as f:
-            return f.read()
+            data = f.read(max_bytes + 1)
     except (FileNotFoundError, OSError) as e:
-        raise EntryError("responses.location", f"cannot read {url!r}: {e}") from None
+        raise EntryError(
+            "responses.location", f"cannot read {entry['responses']['location']!r}: {type(e).__name__}"
+        ) from None
+    if len(data) > max_bytes:
+        raise EntryError("responses.location", f"file is larger than {max_bytes:,} bytes; refused")
+    return data
+
+
+def check_responses(frame: pd.DataFrame, table_schema: Any) -> None:
+    """The columns validate and verify rely on, with the right types (a string 'valid' is not a bool)."""
+    import pyarrow as pa
+
+    kinds = {"string": (pa.types.is_string, pa.types.is_large_string), "bool": (pa.types.is_boolean,)}
+    for name, kind in RESPONSE_TYPES.items():
+        if name not in table_schema.names:
+            raise EntryError(
+                f"responses.{name}", "column missing from the responses; submit the runner's parquet as written"
+            )
+        t = table_schema.field(name).type
+        if not any(test(t) for test in kinds[kind]) and not pa.types.is_null(t):
+            raise EntryError(f"responses.{name}", f"column has type {t}, expected {kind}")
+    dup = frame["question_id"].duplicated()
+    if dup.any():
+        raise EntryError(
+            "responses.question_id",
+            f"{int(dup.sum())} question(s) answered twice, e.g. {frame['question_id'][dup].iloc[0]!r}",
+        )
+
+
+def source_index(source: str) -> tuple[str, bool]:
+    """(sha256 of the source's render index, whether any render is a placeholder)."""
+    import io
+
+    import vignette
+
+    data = vignette.Source(source).read(vignette.INDEX_PATH)
+    placeholder = bool(pd.read_parquet(io.BytesIO(data), columns=["placeholder"])["placeholder"].any())
+    return sha256_bytes(data), placeholder
 
 
 def validate(path: str | Path) -> Validated:
+    import io
+
+    import pyarrow.parquet as pq
+
     path = Path(path)
     entry = load_entry(path)
     check_finite(entry)
     check_schema(entry)
     data = read_responses(entry, path)
-    actual = sha256_bytes(data)
-    if actual != entry["responses"]["sha256"]:
-        raise EntryError(
-            "responses.sha256",
-            f"file at {entry['responses']['location']!r} has sha256 {actual}, "
-            f"entry says {entry['responses']['sha256']}: the responses changed",
-        )
-    import io
-
-    frame = pd.read_parquet(io.BytesIO(data), use_threads=False)  # threaded in-memory reads abort pyarrow 26 at exit
+    if sha256_bytes(data) != entry["responses"]["sha256"]:
+        raise EntryError("responses.sha256", "the file's sha256 differs from the entry's: the responses changed")
+    try:
+        table = pq.read_table(io.BytesIO(data), use_threads=False)  # threaded in-memory reads abort pyarrow 26 at exit
+    except Exception as e:  # any parse failure of an untrusted file
+        raise EntryError("responses.location", f"not a parquet file ({type(e).__name__})") from None
+    frame = table.to_pandas()
+    check_responses(frame, table.schema)
     if len(frame) != entry["responses"]["rows"]:
         raise EntryError("responses.rows", f"entry says {entry['responses']['rows']}, file has {len(frame)}")
-    if "model_id" in frame:
-        models = set(frame["model_id"])
-        if models != {entry["model"]["id"]}:
-            raise EntryError(
-                "model.id", f"entry names {entry['model']['id']!r}, responses were answered by {sorted(models)}"
-            )
+    models = set(frame["model_id"])
+    if models != {entry["model"]["id"]}:
+        raise EntryError(
+            "model.id", f"entry names {entry['model']['id']!r}, responses were answered by {sorted(models)}"
+        )
     sample = entry["sample"]
     checks = {
         "sample.n_questions": (sample["n_questions"], len(frame)),
         "sample.paradigms": (sorted(sample["paradigms"]), sorted(set(frame["paradigm"]))),
+        "sample.n_pairs": (sample["n_pairs"], int(frame["pair_id"].nunique())),
+        "sample.configs": (sorted(sample["configs"]), sorted(set(frame["config"]))),
     }
-    if "pair_id" in frame:
-        checks["sample.n_pairs"] = (sample["n_pairs"], int(frame["pair_id"].nunique()))
-    if "config" in frame:
-        checks["sample.configs"] = (sorted(sample["configs"]), sorted(set(frame["config"])))
     for field, (claimed, real) in checks.items():
         if claimed != real:
             raise EntryError(field, f"entry says {claimed!r}, responses give {real!r}")
+    dataset_checked = _check_dataset(entry)
+    version = _check_protocol(entry, frame)
     compare(entry["metrics"], summaries(frame), "metrics")
-    return Validated(entry, frame)
+    modalities = tuple(sorted(set(frame["modality"])))
+    return Validated(entry, frame, version, dataset_checked, modalities)
+
+
+def _check_dataset(entry: dict) -> bool:
+    """Revision and placeholder status from the source's index, not from the entry; False when the source
+    cannot be read (then a protocol entry is refused and a custom one is shown as unchecked)."""
+    ds = entry["dataset"]
+    try:
+        digest, placeholder = source_index(ds["source"])
+    except Exception:
+        if entry.get("protocol", {}).get("version") == VERSION:
+            raise EntryError(
+                "dataset.source", "cannot be read: a protocol entry must name a source anyone can read"
+            ) from None
+        return False
+    if ds["revision"] != digest:
+        raise EntryError("dataset.revision", "differs from the sha256 of the source's renders/index.parquet")
+    if bool(ds.get("placeholder")) != placeholder:
+        raise EntryError(
+            "dataset.placeholder", f"entry says {ds.get('placeholder')!r}, the source's index says {placeholder}"
+        )
+    return True
+
+
+def _check_protocol(entry: dict, frame: pd.DataFrame) -> str:
+    """A protocol entry must have the protocol's settings and answer exactly its questions."""
+    from vignette_bench.eval.leaderboard.protocol import differences, plan_for, protocol_settings, source_pairs
+
+    claimed = entry.get("protocol", {}).get("version", CUSTOM)
+    if claimed != VERSION:
+        return CUSTOM
+    run = entry.get("run") or {}
+    source = entry["dataset"]["source"]
+    config = str(run.get("config"))
+    try:
+        plan = plan_for(config, source_pairs(source, config))
+    except KeyError as e:
+        raise EntryError("run.config", str(e.args[0])) from None
+    diff = differences(run, plan)
+    if diff:
+        raise EntryError("run", f"claims {VERSION} but differs: {'; '.join(diff)}")
+    expected = expected_question_ids(protocol_settings(plan, source, ""))
+    got = set(frame["question_id"])
+    missing, extra = expected - got, got - expected
+    if missing or extra:
+        raise EntryError(
+            "responses.question_id",
+            f"{VERSION} asks {len(expected)} questions; {len(missing)} of them have no answer and {len(extra)} answers "
+            "are not protocol questions (a subset or another plan is not the protocol; submit it as custom)",
+        )
+    return VERSION
 
 
 def compare(claimed: Any, real: Any, where: str) -> None:

@@ -33,7 +33,7 @@ def fig_name(*parts: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")
 
 
-def _md_table(frame: pd.DataFrame) -> str:
+def md_table(frame: pd.DataFrame) -> str:
     cols = [str(c).replace("|", "\\|") for c in frame.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in frame.itertuples(index=False):
@@ -62,7 +62,7 @@ def write_markdown(title: str, sections: list[Section], out: Path) -> Path:
         lines += [f"> **Note.** {n}\n" for n in s.notes]
         lines += [p + "\n" for p in s.paragraphs]
         for caption, t in s.tables:
-            lines += [f"*{caption}*", "", _md_table(t), ""]
+            lines += [f"*{caption}*", "", md_table(t), ""]
         for f in s.figures:
             (figdir / f"{f.name}.png").write_bytes(f.png)
             lines += [f"![{f.caption}](figures/{f.name}.png)", "", f"*{f.caption}*", ""]

@@ -1,0 +1,99 @@
+"""The leaderboard protocol: one versioned question plan per config, rebuilt from the source.
+
+Entries are comparable only when they answer the same questions. The protocol fixes everything that
+decides which questions a run asks (config, pair sample and its seed, side orders, question seed,
+paradigms, wording variants, filters, image size); the model and its answer mode are the entry's
+own (shown beside its numbers). ``expected_question_ids`` rebuilds the plan from the source with the
+runner's own code (``open_pairs`` + ``QuestionBuilder``), so `validate` can demand exactly that set:
+a subset (cherry-picking), extra questions or another seed are not the protocol. Runs with other
+settings are "custom": validated and listed apart, never ranked with protocol entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from vignette_bench.eval.runtime.questions import PARADIGMS, QuestionBuilder, Variants
+from vignette_bench.eval.runtime.record import RunSettings
+
+VERSION = "vignette-protocol/1"
+CUSTOM = "custom"
+MAX_PAIRS = 2000  # per config; a source with fewer pairs is asked in full
+
+
+@dataclass(frozen=True)
+class ConfigPlan:
+    config: str
+    sample: int | None  # pairs; None: every pair (small sources)
+    seed: int = 0
+    orders: str = "balanced"
+    paradigms: tuple[str, ...] = PARADIGMS
+    variants: Variants = Variants()
+    image_size: tuple[int, int] = (672, 336)
+
+
+CONFIGS = ("identity_contrast", "portraits")
+
+
+def plan_for(config: str, n_pairs: int) -> ConfigPlan:
+    """The protocol's plan for a config on a source with ``n_pairs`` pairs in it."""
+    if config not in CONFIGS:
+        raise KeyError(f"config {config!r} is not in {VERSION} (configs {list(CONFIGS)})")
+    return ConfigPlan(config, MAX_PAIRS if n_pairs > MAX_PAIRS else None)
+
+
+def _comparable(settings: dict[str, Any]) -> dict[str, Any]:
+    keys = ("config", "sample", "seed", "orders", "paradigms", "variants", "filters", "image_size")
+    return {k: settings.get(k) for k in keys}
+
+
+def protocol_settings(plan: ConfigPlan, source: str, model: str) -> RunSettings:
+    return RunSettings(
+        source=source,
+        config=plan.config,
+        model=model,
+        seed=plan.seed,
+        paradigms=plan.paradigms,
+        variants=plan.variants,
+        sample=plan.sample,
+        orders=plan.orders,
+        image_size=plan.image_size,
+    )
+
+
+def differences(settings: dict[str, Any], plan: ConfigPlan) -> list[str]:
+    """How a run's settings (RunSettings.as_dict) differ from the protocol's plan; [] = the protocol."""
+    want = _comparable(protocol_settings(plan, "", "").as_dict())
+    got = _comparable(settings)
+    return [f"{k} {got[k]!r} (protocol: {want[k]!r})" for k in want if got[k] != want[k]]
+
+
+def source_pairs(source: str, config: str) -> int:
+    import vignette
+
+    return len(vignette.load_dataset(source, config))  # metadata only: nothing is composed
+
+
+def expected_question_ids(settings: RunSettings) -> set[str]:
+    """Every question id a run with these settings asks, rebuilt with the runner's code (no model)."""
+    from vignette_bench.eval.runtime.run import open_pairs
+    from vignette_bench.taxonomy import load_taxonomy
+
+    pairs = open_pairs(settings)
+    taxonomy = load_taxonomy(pairs.taxonomy) if pairs.taxonomy else load_taxonomy()
+    builder = QuestionBuilder(taxonomy, settings.seed, settings.paradigms, settings.variants)
+    return {q.question_id for row in pairs.rows for q in builder(row)}  # plan rows carry no image
+
+
+def classify(settings: dict[str, Any], source: str) -> tuple[str, list[str]]:
+    """(VERSION, []) when the run followed the protocol, else (CUSTOM, the differences)."""
+    config = settings.get("config")
+    if config not in CONFIGS:
+        return CUSTOM, [f"config {config!r} is not in {VERSION}"]
+    try:
+        plan = plan_for(str(config), source_pairs(source, str(config)))
+    except Exception as e:  # an unreachable or broken source: the run cannot be checked against the protocol
+        return CUSTOM, [f"source {source!r} could not be read to rebuild the plan ({e})"]
+    diff = differences(settings, plan)
+    return (CUSTOM, diff) if diff else (VERSION, [])

@@ -1,0 +1,232 @@
+"""``vignette leaderboard verify ENTRY --model SPEC``: re-ask a random subset and compare.
+
+`validate` proves an entry's numbers follow from its responses; only re-asking shows the model gave
+them. The subset is drawn with a seed from the sha256 of the entry file (which holds the responses'
+sha256), so nobody can know it before submitting. Each chosen question is rebuilt with the runner's
+own code from the entry's run settings and source (same pair image, wording and option order) and
+put to the named model. Then:
+
+* greedy choice and score mode (deterministic): the re-asked choice must equal the recorded one on
+  at least ``min_agreement`` (default 95%) of the subset, and in score mode the probabilities must
+  agree within ``prob_tol`` (default 0.02) on at least as many; the margin absorbs near-ties that flip
+  across GPUs and kernels. Altering a share f of the answers passes only if the subset of n happens to
+  hold at most 5% of them: for f = 0.3 and n = 50, P < 1e-4.
+* sampled answers (temperature > 0 in the adapter settings): agreement of two samples is compared with
+  chance (the mean 1/options) by a one-sided binomial test; p < 0.01 passes.
+
+The result is written as ``verifications/<entry_id>.json`` beside the entries folder (entry digest,
+subset size, agreement, date, hardware, model spec); the board shows "verified" only while the
+entry's digest still matches. The digest covers the whole entry except where the responses are
+stored (their sha256 is covered), so publishing them elsewhere keeps the verification.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import platform
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from vignette_bench.eval.leaderboard.entry import EntryError, validate
+
+MIN_AGREEMENT = 0.95
+PROB_TOL = 0.02
+ALPHA_SAMPLED = 0.01
+
+
+@dataclass(frozen=True)
+class Verification:
+    entry_id: str
+    entry_digest: str
+    model_spec: str
+    mode: str  # greedy | score | sampled
+    n_checked: int
+    n_agreed: int
+    agreement: float
+    max_prob_diff: float | None
+    p_value: float | None  # sampled mode: binomial test of agreement vs chance
+    passed: bool
+    reason: str
+    date: str
+    hardware: str
+    mismatches: list[dict[str, Any]]  # up to 10: question id, recorded, re-asked
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, allow_nan=False)
+
+
+def entry_digest(entry: dict) -> str:
+    """sha256 of the entry without ``responses.location`` (moving the file changes nothing that was checked)."""
+    body = json.loads(json.dumps(entry))
+    body["responses"].pop("location", None)
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def subset_seed(entry: dict) -> int:
+    return int(entry_digest(entry)[:16], 16)
+
+
+def _hardware() -> str:
+    text = f"{platform.machine()} {platform.system()}, python {platform.python_version()}"
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            text += f", {torch.cuda.get_device_name(0)} x{torch.cuda.device_count()}"
+        else:
+            text += ", cpu"
+        text += f", torch {torch.__version__}"
+    except ImportError:
+        pass
+    return text
+
+
+def _mode(entry: dict, frame: Any) -> str:
+    if frame["probabilities"].notna().any() if "probabilities" in frame else False:
+        return "score"
+    adapter = entry.get("adapter") or {}
+    temperature = adapter.get("temperature") or (adapter.get("generation") or {}).get("temperature")
+    sampled = adapter.get("do_sample") or (isinstance(temperature, (int, float)) and temperature > 0)
+    return "sampled" if sampled else "greedy"
+
+
+def verify(
+    entry_path: str | Path, model_spec: str, n: int = 50, batch_size: int = 8, adapter: Any = None
+) -> Verification:
+    from vignette_bench.eval.adapters.base import ChoiceRequest
+    from vignette_bench.eval.runtime.questions import QuestionBuilder
+    from vignette_bench.eval.runtime.record import RunSettings
+    from vignette_bench.eval.runtime.run import build_adapter, open_pairs
+    from vignette_bench.taxonomy import load_taxonomy
+
+    entry_path = Path(entry_path)
+    v = validate(entry_path)
+    entry, frame = v.entry, v.responses
+    run = {**(entry.get("run") or {}), "model": model_spec, "source": entry["dataset"]["source"]}
+    settings = RunSettings.from_json(run, str(entry_path), "run")
+    ids = np.array(sorted(frame["question_id"]))
+    rng = np.random.default_rng(subset_seed(entry))
+    chosen = set(rng.choice(ids, size=min(n, len(ids)), replace=False).tolist())
+    recorded = frame.set_index("question_id").loc[sorted(chosen)]
+
+    pairs = open_pairs(settings)
+    taxonomy = load_taxonomy(pairs.taxonomy) if pairs.taxonomy else load_taxonomy()
+    builder = QuestionBuilder(taxonomy, settings.seed, settings.paradigms, settings.variants)
+    wanted_pairs = set(recorded["pair_id"])
+    items = []
+    for row in pairs.rows:
+        if row["pair_id"] not in wanted_pairs:
+            continue
+        todo = [q for q in builder(row) if q.question_id in chosen]
+        image = pairs.compose(row) if any(q.modality == "image" for q in todo) else None
+        items += [(q, image if q.modality == "image" else None) for q in todo]
+    if len(items) != len(chosen):
+        raise EntryError(
+            "run", f"rebuilt {len(items)} of the {len(chosen)} chosen questions from the source: the plan changed"
+        )
+    adapter = adapter or build_adapter(model_spec, settings.seed, batch_size)
+    prepare = getattr(adapter, "prepare", None)
+    answers: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(items), batch_size):
+        batch = items[start : start + batch_size]
+        if prepare is not None:
+            prepare([q for q, _ in batch])
+        results = adapter.choose([ChoiceRequest(q.question_id, img, q.prompt, q.options) for q, img in batch])
+        for (q, _), r in zip(batch, results):
+            answers[q.question_id] = q.response(r, "")
+
+    mode = _mode(entry, frame)
+    agreed = 0
+    diffs: list[float] = []
+    mismatches: list[dict[str, Any]] = []
+    chance: list[float] = []
+    for qid, rec in recorded.iterrows():
+        new = answers[qid]
+        same = (rec["choice"] if isinstance(rec["choice"], str) else None) == new["choice"]
+        if mode == "score":
+            p_old = rec.get("probabilities")
+            p_new = new["probabilities"]
+            if p_old is not None and p_new is not None and len(p_old) == len(p_new):
+                d = float(np.max(np.abs(np.asarray(p_old, float) - np.asarray(p_new, float))))
+                diffs.append(d)
+                same = same and d <= PROB_TOL
+            else:
+                same = False
+        agreed += int(same)
+        chance.append(1.0 / max(len(rec["options"]), 1))
+        if not same and len(mismatches) < 10:
+            mismatches.append({"question_id": qid, "recorded": rec["choice"], "re_asked": new["choice"]})
+    n_checked = len(recorded)
+    rate = agreed / n_checked if n_checked else float("nan")
+    p_value = None
+    if mode == "sampled":
+        p_value = float(stats.binomtest(agreed, n_checked, float(np.mean(chance)), alternative="greater").pvalue)
+        passed = p_value < ALPHA_SAMPLED
+        reason = f"agreement {rate:.0%} vs chance {np.mean(chance):.0%}: binomial p = {p_value:.2g} (passes below {ALPHA_SAMPLED})"
+    else:
+        passed = rate >= MIN_AGREEMENT
+        reason = f"{agreed} of {n_checked} re-asked answers equal the recorded ones (passes at >= {MIN_AGREEMENT:.0%})"
+        if mode == "score":
+            reason += f", probabilities within {PROB_TOL}"
+    return Verification(
+        entry["entry_id"],
+        entry_digest(entry),
+        model_spec,
+        mode,
+        n_checked,
+        agreed,
+        rate,
+        max(diffs) if diffs else None,
+        p_value,
+        bool(passed),
+        reason,
+        dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+        _hardware(),
+        mismatches,
+    )
+
+
+def verification_path(entry_path: Path, entry_id: str) -> Path:
+    return Path(entry_path).resolve().parent.parent / "verifications" / f"{entry_id}.json"
+
+
+def load_verification(entry_path: Path, entry: dict) -> dict[str, Any] | None:
+    """The entry's verification record if it exists, passed, and was made for exactly this entry file."""
+    path = verification_path(entry_path, entry["entry_id"])
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if data.get("entry_digest") != entry_digest(entry) or not isinstance(data, dict):
+        return None  # the entry changed after it was verified
+    return data
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("entry", type=Path, help="an entry JSON (validated first)")
+    p.add_argument("--model", required=True, help="model spec to re-ask with (the entry's model and revision)")
+    p.add_argument("--n", type=int, default=50, help="questions to re-ask (default 50)")
+    p.add_argument("--batch-size", type=int, default=8)
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        result = verify(args.entry, args.model, args.n, args.batch_size)
+    except EntryError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    path = verification_path(args.entry, result.entry_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(result.to_json() + "\n")
+    print(f"{'VERIFIED' if result.passed else 'FAILED'}  {args.entry}: {result.reason}; wrote {path}")
+    return 0 if result.passed else 1
