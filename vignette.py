@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
 
+from vignette_bench.dataset_builder import index_schema
 from vignette_bench.dataset_builder.records import variant_key
 from vignette_bench.taxonomy import GENDERS, REPRESENTATIVENESS, TIME_USES, Identity, Taxonomy, load_taxonomy, slug
 
@@ -963,39 +964,25 @@ class RenderLocation:
 class RenderIndex:
     """``renders/index.parquet``: where each render's image bytes lie; validated on load."""
 
-    COLUMNS = ("key", "shard", "offset", "length", "sha256", "format", "gender", "identity", "activity", "kind")
+    COLUMNS = index_schema.REQUIRED
     OPTIONAL_COLUMNS = ("variant",)  # indexes written before k renders per cell lack it (all variant 0)
 
     def __init__(self, source: Source, table: pa.Table) -> None:
         self.source = source
         where = source.url(INDEX_PATH)
-        missing = set(self.COLUMNS) - set(table.column_names)
-        if missing:
+        problems = index_schema.index_problems(table, where)
+        if problems:
+            more = f" (and possibly more; showing {len(problems)})" if len(problems) >= 20 else ""
             raise CorruptRenderError(
-                f"{where}: missing column(s) {sorted(missing)}; rebuild it with `vignette build shard`"
+                "; ".join(problems[:3])
+                + more
+                + "; rebuild the index with `vignette build shard --reindex --out SOURCE`"
             )
         rows = table.select(list(self.COLUMNS)).to_pylist()
-        self.locations: dict[str, RenderLocation] = {}
-        for n, r in enumerate(rows):
-            loc = RenderLocation(r["key"], r["shard"], int(r["offset"]), int(r["length"]), r["sha256"], r["format"])
-            problem = (
-                "key is not [a-z0-9_-]"
-                if not KEY_RE.match(loc.key or "")
-                else f"shard {loc.shard!r} is not renders/<name>.tar"
-                if not SHARD_RE.match(loc.shard or "")
-                else "offset/length out of range"
-                if loc.offset < TAR_BLOCK or loc.length <= 0
-                else f"format {loc.format!r} is not one of {sorted(IMAGE_EXTENSIONS)}"
-                if loc.format not in IMAGE_EXTENSIONS
-                else "duplicate key"
-                if loc.key in self.locations
-                else ""
-            )
-            if problem:
-                raise CorruptRenderError(
-                    f"{where}, row {n} (key {r['key']!r}): {problem}; rebuild the index with `vignette build shard`"
-                )
-            self.locations[loc.key] = loc
+        self.locations: dict[str, RenderLocation] = {
+            r["key"]: RenderLocation(r["key"], r["shard"], int(r["offset"]), int(r["length"]), r["sha256"], r["format"])
+            for r in rows
+        }
         self.keys = pa.array(list(self.locations), pa.string())
         self.coverage = Coverage(
             frozenset((r["gender"], r["identity"]) for r in rows if r["kind"] == "activity"),
@@ -1017,14 +1004,18 @@ class RenderIndex:
         try:
             # use_threads=False: pyarrow 26 aborts the interpreter at exit ("terminate called without
             # an active exception") after a threaded read from an in-memory file; the index is small.
-            names = pq.read_schema(io.BytesIO(data)).names
-            wanted = list(RenderIndex.COLUMNS) + [c for c in RenderIndex.OPTIONAL_COLUMNS if c in names]
-            table = pq.read_table(io.BytesIO(data), columns=wanted, use_threads=False)
+            table = pq.read_table(io.BytesIO(data), use_threads=False)
         except (pa.ArrowInvalid, KeyError, OSError) as e:
             raise CorruptRenderError(
                 f"{source.url(INDEX_PATH)}: unreadable ({e}); rebuild it with `vignette build shard`"
             ) from e
-        return RenderIndex(source, table)
+        missing = [c for c in RenderIndex.COLUMNS if c not in table.column_names]
+        if missing:
+            raise CorruptRenderError(
+                f"{source.url(INDEX_PATH)}: missing column(s) {missing}; rebuild it with `vignette build shard --reindex --out SOURCE`"
+            )
+        wanted = list(RenderIndex.COLUMNS) + [c for c in RenderIndex.OPTIONAL_COLUMNS if c in table.column_names]
+        return RenderIndex(source, table.select(wanted))
 
     def locate(self, key: str) -> RenderLocation:
         try:
@@ -1206,6 +1197,8 @@ class Composer:
     def pair(self, key_left: str, key_right: str):
         left, loc_l = self.reader.read(key_left)
         right, loc_r = self.reader.read(key_right)
+        for data, loc in ((left, loc_l), (right, loc_r)):
+            _check_header(data, loc, self.reader.index.source.url(loc.shard))
         try:
             return compose(left, right, self.size, self.seam, self.image_format)
         except (OSError, SyntaxError, ValueError) as e:
@@ -1229,6 +1222,41 @@ class Composer:
     def add_image(self, row: dict[str, Any]) -> dict[str, Any]:
         """``IterableDataset.map`` hook for one row."""
         return {"image": self.pair(row["key_left"], row["key_right"])}
+
+
+MAX_RENDER_PIXELS = 4096 * 4096  # renders are 1024²; a header claiming more is refused before decoding
+_PIL_FORMATS = {"jpeg": "JPEG", "webp": "WEBP"}
+
+
+def _check_header(data: bytes, loc: RenderLocation, where: str) -> None:
+    """Format and size from the header only, so a huge or mislabelled image is never decoded."""
+    import warnings
+
+    from PIL import Image
+
+    try:
+        with warnings.catch_warnings():  # the size is checked below, against a far smaller limit than PIL's
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as im:
+                fmt, (w, h) = im.format, im.size
+    except Image.DecompressionBombError:
+        raise CorruptRenderError(
+            f"render {loc.key!r} in {where} at byte {loc.offset}: the header claims an image far above "
+            f"{MAX_RENDER_PIXELS:,} pixels; downscale it and rebuild the shard"
+        ) from None
+    except Exception as e:  # noqa: BLE001 - any failure to read an untrusted header
+        raise CorruptRenderError(
+            f"render {loc.key!r} in {where} at byte {loc.offset}: cannot be decoded "
+            f"(unreadable image header, {type(e).__name__}); re-render it and rebuild the shard"
+        ) from None
+    if fmt != _PIL_FORMATS.get(loc.format):
+        raise CorruptRenderError(
+            f"render {loc.key!r} in {where} at byte {loc.offset}: the image is {fmt}, the index says {loc.format}; re-encode it with `vignette build shard`"
+        )
+    if w * h > MAX_RENDER_PIXELS:
+        raise CorruptRenderError(
+            f"render {loc.key!r} in {where} at byte {loc.offset}: {w}x{h} is above {MAX_RENDER_PIXELS:,} pixels; downscale it and rebuild the shard"
+        )
 
 
 def _first_undecodable(items: Iterable[tuple[bytes, RenderLocation]]) -> RenderLocation | None:
@@ -1410,6 +1438,7 @@ def load_dataset(
     source = Source(path)
     taxonomy = load_taxonomy(source.url("taxonomy"))
     index = RenderIndex.load(source)
+    _check_coverage(index.coverage, taxonomy, source)
     space = PairSpace(
         taxonomy,
         name,
@@ -1480,6 +1509,19 @@ def load_dataset(
     info = datasets.DatasetInfo(description=json.dumps(record), features=features(), config_name=name)
     ds = datasets.Dataset(datasets.table.InMemoryTable(table), info=info, split=datasets.NamedSplit(SPLIT))
     return ds.with_transform(composer)
+
+
+def _check_coverage(coverage: Coverage, taxonomy: Taxonomy, source: Source) -> None:
+    """Renders of identities or activities the source's taxonomy lacks would be dropped unseen: refuse."""
+    members = coverage.activity_members | coverage.portrait_members
+    people = sorted({i for _, i in members} - {x.name for x in taxonomy.identities})
+    acts = sorted(coverage.activities - {a.name for a in taxonomy.activities})
+    for kind, names, file in (("identities", people, "identities.csv"), ("activities", acts, "activities.csv")):
+        if names:
+            raise VignetteError(
+                f"{source.url(INDEX_PATH)}: renders of {kind} {names[:5]} that {source.url('taxonomy/' + file)} "
+                "does not list; add them to the taxonomy or rebuild the source without them"
+            )
 
 
 def _load_data_config(path: Any, name: str, **kwargs: Any):

@@ -54,7 +54,9 @@ def sample_renders(source: str, n: int, seed: int) -> list[tuple[Item, str]]:
 
     src = vignette.Source(source)
     index = vignette.RenderIndex.load(src)
-    meta = pq.read_table(io.BytesIO(src.read(vignette.INDEX_PATH))).to_pandas()
+    meta = pq.read_table(
+        io.BytesIO(src.read(vignette.INDEX_PATH)), use_threads=False
+    ).to_pandas()  # see vignette.RenderIndex.load
     meta = meta.sort_values("key", ignore_index=True)  # file order must not change the sample
     take = np.sort(np.random.default_rng(seed).choice(len(meta), size=min(n, len(meta)), replace=False))
     reader = vignette.RenderReader(index)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -126,6 +127,9 @@ def _image_paths(render_dir: Path) -> dict[str, Path]:
     }
 
 
+MAX_CHECK_PIXELS = 8192 * 8192
+
+
 def _inspect(item: tuple[str, Path, CheckSettings]) -> tuple[dict, int]:
     """All per-image checks of one render: (row with its reasons, perceptual hash or -1)."""
     key, path, settings = item
@@ -154,10 +158,18 @@ def _inspect(item: tuple[str, Path, CheckSettings]) -> tuple[dict, int]:
         reasons=reasons,
     )
     try:
-        with Image.open(path) as im:
+        with warnings.catch_warnings():  # the size is checked just below, against a smaller limit
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(path)
+        with im:
+            # the header's size first: a 30000x30000 file fails this render, not the whole check
+            if im.width * im.height > MAX_CHECK_PIXELS:
+                reasons.append(f"{im.width}x{im.height} is above {MAX_CHECK_PIXELS:,} pixels; not decoded")
+                row.update(width=im.width, height=im.height)
+                return row, -1
             im.load()
             image = im.convert("RGB")
-    except (UnidentifiedImageError, OSError, SyntaxError) as e:
+    except (UnidentifiedImageError, OSError, SyntaxError, Image.DecompressionBombError, ValueError) as e:
         reasons.append(f"cannot decode ({e})")
         return row, -1
     row.update(decodable=True, width=image.width, height=image.height)

@@ -221,6 +221,10 @@ class Renderer:
                 for spec, image in zip(batch, self.images(batch)):
                     buf = io.BytesIO()
                     image.save(buf, format="PNG")
+                    # The record goes first and comes back last: a kill in between leaves an image with no
+                    # record, which counts as unfinished and is redone, never an image of one seed under the
+                    # record of another (a re-render after `check` replaces both).
+                    (out / f"{spec.key}.json").unlink(missing_ok=True)
                     _write_atomically(out / f"{spec.key}.png", buf.getvalue())
                     _write_atomically(out / f"{spec.key}.json", self.record(spec).to_json().encode())
                     bar.update()

@@ -236,14 +236,24 @@ def scan_shard(root: str, shard: str, with_sha: bool = True) -> list[IndexRow]:
                     )
                 text = tar.extractfile(m).read()  # type: ignore[union-attr]
                 record = RenderRecord.from_json(text, f"{url}:{m.name}")
+                if record.key != key:  # the member name is what the index and the loader go by
+                    raise ShardError(
+                        f"{url}: member {m.name!r} holds the record of key {record.key!r}; the shard is corrupt: "
+                        "delete it and re-run shard"
+                    )
+                stored_sha = json.loads(text).get("image_sha256")
+                if with_sha and stored_sha is not None and stored_sha != pending[4]:
+                    raise ShardError(
+                        f"{url}: key {key!r}: image bytes do not match the sha256 in its record; the shard is corrupt: "
+                        "delete it and re-run shard"
+                    )
                 quality = json.loads(text).get("quality")
                 if not isinstance(quality, int):
                     raise ShardError(
                         f"{url}: key {key!r}: record has no integer 'quality'; delete the shard and re-run shard"
                     )
-                rows.append(
-                    _row(record, shard, pending[2], pending[3], pending[4], FORMAT_OF_EXTENSION[pending[1]], quality)
-                )
+                sha = pending[4] or (stored_sha if isinstance(stored_sha, str) else "")  # unread bytes: the record's
+                rows.append(_row(record, shard, pending[2], pending[3], sha, FORMAT_OF_EXTENSION[pending[1]], quality))
                 pending = None
             else:
                 raise ShardError(
@@ -357,8 +367,16 @@ def write_shards(
             for record, path in items:
                 image = encode_image(_load_image(path, record.key), fmt, quality)
                 # The shard's record also says how its image was encoded, so the shard alone rebuilds the index.
+                # ... and the sha256 of its image, so a corrupted image is caught from the shard alone (verify, reindex).
                 body = json.dumps(
-                    {**asdict(record), "format": fmt, "quality": quality}, ensure_ascii=False, sort_keys=True
+                    {
+                        **asdict(record),
+                        "format": fmt,
+                        "quality": quality,
+                        "image_sha256": hashlib.sha256(image).hexdigest(),
+                    },
+                    ensure_ascii=False,
+                    sort_keys=True,
                 ).encode()
                 if writer is not None and writer.size + _member_bytes(image) + _member_bytes(body) > max_shard_bytes:
                     written.append(writer.commit())

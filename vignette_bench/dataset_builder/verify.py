@@ -1,4 +1,11 @@
-"""``vignette build verify SOURCE``: check that a source's index and shards agree byte for byte."""
+"""``vignette build verify SOURCE [--decode]``: check everything the loader trusts.
+
+The index is well formed (`index_schema`: types, ranges, keys that match their own metadata); each
+row's bytes lie in its shard at its offset with its sha256, under a member named for its key; the
+index's metadata equals the shard's own record, which the source's taxonomy plans; the image sha256
+stored in the record (shards written since it was added) matches; every shard image is indexed; and
+with ``--decode`` every image decodes, in the format the index names, within the size limit.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +19,7 @@ import fsspec
 import pandas as pd
 from tqdm.auto import tqdm
 
-from vignette_bench.dataset_builder.records import RecordError
+from vignette_bench.dataset_builder.records import RecordError, RenderRecord, validate_record
 from vignette_bench.dataset_builder.shard import INDEX_PATH, ShardError, read_image_bytes, scan_shard
 
 
@@ -26,7 +33,35 @@ class Problem:
         return f"{self.shard}: key {self.key!r}: {self.message}"
 
 
-def verify_source(root: str, progress: bool = True) -> list[Problem]:
+META_COLUMNS = ("gender", "dimension", "identity", "surface_form", "activity", "kind", "prompt", "seed", "variant")
+
+
+def _decode_problem(data: bytes, fmt: str) -> str:
+    import io
+    import warnings
+
+    from PIL import Image
+
+    from vignette_bench.dataset_builder.index_schema import MAX_RENDER_BYTES
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(io.BytesIO(data))
+        with im:
+            if im.format != {"jpeg": "JPEG", "webp": "WEBP"}[fmt]:
+                return f"the image is {im.format}, the index says {fmt}"
+            if im.width * im.height > MAX_RENDER_BYTES:  # pixels: the same cap keeps decoding bounded
+                return f"{im.width}x{im.height} is too large to be a render"
+            im.load()
+    except Image.DecompressionBombError:
+        return "the header claims an image too large to be a render"
+    except Exception as e:  # any decoder failure of untrusted bytes
+        return f"the image cannot be decoded ({type(e).__name__}: {e})"
+    return ""
+
+
+def verify_source(root: str, progress: bool = True, decode: bool = False) -> list[Problem]:
     """Check that the index and the shards agree byte for byte; return every disagreement.
 
     For each index row: the shard holds ``<key>.<ext>`` at exactly that offset and length, and
@@ -34,13 +69,24 @@ def verify_source(root: str, progress: bool = True) -> list[Problem]:
     a shard must be in the index, and no key may appear twice.
     """
     root = str(root).rstrip("/")
-    reindex_hint = f"rebuild the index with `vignette build shard --reindex {root}`"
+    reindex_hint = f"rebuild the index with `vignette build shard --reindex --out {root}`"
     try:
         with fsspec.open(f"{root}/{INDEX_PATH}", "rb") as f:
             index = pd.read_parquet(f)
     except FileNotFoundError:
         return [Problem(INDEX_PATH, "", f"index missing; {reindex_hint}")]
+    except Exception as e:  # a garbage or truncated file: report it, do not crash
+        return [Problem(INDEX_PATH, "", f"index unreadable ({type(e).__name__}); {reindex_hint}")]
     problems: list[Problem] = []
+    import pyarrow as pa
+
+    from vignette_bench.dataset_builder.index_schema import index_problems
+
+    for text in index_problems(pa.Table.from_pandas(index, preserve_index=False), f"{root}/{INDEX_PATH}"):
+        problems.append(Problem(INDEX_PATH, "", f"{text}; {reindex_hint}"))
+    taxonomy = _source_taxonomy(root)
+    if "variant" not in index:
+        index = index.assign(variant=0)
     dup = index[index.key.duplicated(keep=False)]
     for key, g in dup.groupby("key"):
         problems.append(
@@ -75,7 +121,28 @@ def verify_source(root: str, progress: bool = True) -> list[Problem]:
                     )
                 )
                 continue
+            for col in META_COLUMNS:
+                if getattr(a, col) != getattr(row, col):
+                    problems.append(
+                        Problem(
+                            shard,
+                            row.key,
+                            f"index says {col} {getattr(row, col)!r}, the shard's record says {getattr(a, col)!r}; {reindex_hint}",
+                        )
+                    )
+                    break
+            if a.sha256 and a.sha256 != row.sha256:
+                problems.append(
+                    Problem(shard, row.key, f"the record's image sha256 differs from the index's; {reindex_hint}")
+                )
+            if taxonomy is not None:
+                try:
+                    validate_record(_record_of(a), taxonomy, f"{shard}:{row.key}.json")
+                except RecordError as e:
+                    problems.append(Problem(shard, row.key, f"not planned by the source's taxonomy: {e}"))
             data = read_image_bytes(root, shard, int(row.offset), int(row.length))
+            if decode and (why := _decode_problem(data, row.format)):
+                problems.append(Problem(shard, row.key, f"{why}; re-render it and re-run shard"))
             if hashlib.sha256(data).hexdigest() != row.sha256:
                 problems.append(
                     Problem(
@@ -89,12 +156,46 @@ def verify_source(root: str, progress: bool = True) -> list[Problem]:
     return problems
 
 
+def _source_taxonomy(root: str):
+    from vignette_bench.taxonomy import TaxonomyError, load_taxonomy
+
+    try:
+        return load_taxonomy(f"{root}/taxonomy")
+    except (TaxonomyError, FileNotFoundError):
+        return None  # a source without its taxonomy: the metadata is still checked against the records
+
+
+def _record_of(row) -> RenderRecord:
+    """The fields validate_record looks at, from a scanned index row."""
+    return RenderRecord(
+        key=row.key,
+        gender=row.gender,
+        dimension=row.dimension,
+        identity=row.identity,
+        surface_form=row.surface_form,
+        activity=row.activity,
+        kind=row.kind,
+        prompt=row.prompt,
+        seed=row.seed,
+        model_id=row.model_id,
+        model_revision="",
+        scheduler="",
+        steps=0,
+        guidance=0.0,
+        width=row.width,
+        height=row.height,
+        dtype="",
+        variant=row.variant,
+    )
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", help="source folder or fsspec URL (holding renders/index.parquet)")
+    p.add_argument("--decode", action="store_true", help="also decode every image (slower: reads all bytes)")
 
 
 def main(args: argparse.Namespace) -> int:
-    problems = verify_source(args.source)
+    problems = verify_source(args.source, decode=args.decode)
     for p in problems:
         print(p)
     if problems:
@@ -102,5 +203,6 @@ def main(args: argparse.Namespace) -> int:
         return 1
     with fsspec.open(f"{str(args.source).rstrip('/')}/{INDEX_PATH}", "rb") as f:
         n = len(pd.read_parquet(f))
-    print(f"ok: all {n} index rows match their shard bytes (offset, length, sha256)")
+    what = "offset, length, sha256, member names, metadata" + (", decoding" if args.decode else "")
+    print(f"ok: all {n} index rows match their shards ({what})")
     return 0

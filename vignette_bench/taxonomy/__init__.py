@@ -169,9 +169,12 @@ def _read_csv(base: str, name: str, columns: tuple[str, ...]) -> list[dict[str, 
     path = f"{base.rstrip('/')}/{name}"
     try:
         with fsspec.open(path, "rb") as f:
-            text = f.read().decode("utf-8")
+            raw = f.read()
+        text = raw.decode("utf-8-sig")  # a BOM (spreadsheet exports) is not part of the first column's name
     except FileNotFoundError as e:
         raise TaxonomyError(f"{path}: taxonomy file missing; copy it from vignette_bench/taxonomy/") from e
+    except UnicodeDecodeError as e:
+        raise TaxonomyError(f"{path}: not UTF-8 text ({e}); save it as UTF-8 CSV") from e
     reader = csv.DictReader(io.StringIO(text))
     missing = set(columns) - set(reader.fieldnames or ())
     if missing:
@@ -232,6 +235,13 @@ def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
             raise TaxonomyError(f"{r['_where']}: time_use {r['time_use']!r} not one of {TIME_USES}")
     if len(act_rows) != EXPECTED_ACTIVITIES:
         raise TaxonomyError(f"{base}/activities.csv: {len(act_rows)} activities, expected {EXPECTED_ACTIVITIES}")
+    by_slug: dict[str, str] = {}
+    for r in act_rows:  # render keys and pair ids use the slug: two activities with one slug would overwrite
+        other = by_slug.setdefault(slug(r["activity"]), r["_where"])
+        if other != r["_where"]:
+            raise TaxonomyError(
+                f"{r['_where']}: activity {r['activity']!r} has the same key slug as {other}; rename one"
+            )
     activities = tuple(Activity(r["activity"], r["time_use"]) for r in act_rows)
     activity_names = {a.name for a in activities}
 
@@ -260,6 +270,14 @@ def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
         missing_roles = sorted(activity_names - {r["activity"] for r in role_rows})
         raise TaxonomyError(f"{base}/roles.csv: no role for {missing_roles}")
     roles = {r["activity"]: r["role"] for r in role_rows}
+    for t in template_rows:
+        try:
+            t["template"].format(role="x", a_role="a x")
+        except (KeyError, IndexError, ValueError) as e:
+            raise TaxonomyError(
+                f"{t['_where']}: template {t['template']!r} uses an unknown or malformed field ({e}); "
+                "templates may use {role} and {a_role} only"
+            ) from None
     role_questions = tuple(
         RoleQuestion(
             a.name,

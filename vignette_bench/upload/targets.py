@@ -61,12 +61,19 @@ def config_patterns(card: dict, readme: Path) -> dict[str, list[str]]:
 
 
 def _files_under(folder: Path) -> list[str]:
+    """Regular files inside ``folder``. A symlink anywhere is refused: it could pull a file from outside
+    the folder (a token, a home directory) into a public upload."""
     skip = {".git", ".cache", ".huggingface"}
-    return sorted(
-        p.relative_to(folder).as_posix()
-        for p in folder.rglob("*")
-        if p.is_file() and not skip.intersection(p.relative_to(folder).parts)
-    )
+    out = []
+    for p in folder.rglob("*"):
+        rel = p.relative_to(folder)
+        if skip.intersection(rel.parts):
+            continue
+        if p.is_symlink():
+            raise UploadError(f"{folder}: {rel.as_posix()} is a symbolic link; upload only regular files (copy it in)")
+        if p.is_file():
+            out.append(rel.as_posix())
+    return sorted(out)
 
 
 def _check_safe(paths: list[str], folder: Path) -> None:
@@ -99,11 +106,27 @@ def dataset_files(folder: Path) -> list[str]:
     return files
 
 
+def _verify_before_planning(folder: Path) -> None:
+    """A source is uploaded only if its index and shards agree (corrupt shards and garbage indexes stay home)."""
+    if not (folder / "renders" / "index.parquet").is_file():
+        return  # a card-only or news-only folder: nothing to verify
+    from vignette_bench.dataset_builder.verify import verify_source
+
+    problems = verify_source(str(folder), progress=False)
+    if problems:
+        head = "; ".join(str(p) for p in problems[:3])
+        raise UploadError(
+            f"{folder}: `vignette build verify` finds {len(problems)} problem(s), e.g. {head}; fix them first"
+        )
+
+
 def dataset_plan(
     folder: Path, repo_id: str, *, private: bool = False, remote: Mapping[str, RemoteFile] | None = None
 ) -> list[Step]:
     folder = Path(folder)
-    files = local_files(folder, dataset_files(folder))
+    names = dataset_files(folder)
+    _verify_before_planning(folder)
+    files = local_files(folder, names)
     todo, skip = split_changed(repo_id, files, remote)
     steps: list[Step] = [CreateRepo(repo_id, "dataset", private)]
     if skip:

@@ -257,7 +257,10 @@ def source_index(source: str) -> tuple[str, bool]:
     import vignette
 
     data = vignette.Source(source).read(vignette.INDEX_PATH)
-    placeholder = bool(pd.read_parquet(io.BytesIO(data), columns=["placeholder"])["placeholder"].any())
+    import pyarrow.parquet as pq
+
+    column = pq.read_table(io.BytesIO(data), columns=["placeholder"], use_threads=False).column("placeholder")
+    placeholder = bool(any(column.to_pylist()))
     return sha256_bytes(data), placeholder
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 from tqdm import tqdm
 
 from vignette_bench.eval.adapters.base import ModelAdapter, TextRequest
-from vignette_bench.eval.news.data import NewsItem, load_news, news_items
+from vignette_bench.eval.news.data import NewsDataError, NewsItem, load_news, news_items
 from vignette_bench.eval.news.json_reply import parse_json_object
 from vignette_bench.eval.runtime.runlog import PartWriter, scan_part
 
@@ -218,7 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from vignette_bench.eval.adapters.spec import build_adapter
 
-    items = news_items(load_news(args.source, args.limit))
+    try:
+        items = news_items(load_news(args.source, args.limit))
+    except (NewsDataError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if any(item.placeholder for item in items):
         print("note: this source holds PLACEHOLDER news items (drawn images, our own questions)")
     counts = answer_news(

@@ -65,24 +65,64 @@ def _read_url_source(root: str) -> pa.Table:
     return pa.concat_tables(tables)
 
 
+NEWS_COLUMNS = ("id", "image", "question", "reference_answer", "attribute")
+MAX_NEWS_PIXELS = 8192 * 8192  # a news photo header claiming more is refused before decoding
+
+
+class NewsDataError(ValueError):
+    """A news table is unusable; the message names the row (and item id) and the fix."""
+
+
+def _text(row: dict, name: str, where: str) -> str:
+    value = row.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise NewsDataError(
+            f"{where}: {name!r} is {value!r}, expected non-empty text; fix the row and rebuild the news subset"
+        )
+    return value
+
+
 def news_items(dataset: datasets.Dataset) -> list[NewsItem]:
+    """Every row validated (columns, text fields, attribute, unique ids, a decodable image of sane size)
+    before anything is asked: a bad row is named instead of becoming "Question: None" or a KeyError."""
+    from vignette_bench.dataset_builder.news import ATTRIBUTES
+
+    missing = [c for c in NEWS_COLUMNS if c not in dataset.column_names]
+    if missing:
+        raise NewsDataError(f"news table: missing column(s) {missing}; rebuild it with `vignette build news`")
     duplicates = [i for i, n in Counter(dataset["id"]).items() if n > 1]
     if duplicates:
-        raise ValueError(f"news ids must be unique; repeated: {sorted(duplicates)[:5]}")
+        raise NewsDataError(f"news ids must be unique; repeated: {sorted(map(str, duplicates))[:5]}")
     raw = dataset.cast_column("image", datasets.Image(decode=False))
     items = []
-    for row in raw:
-        data = row["image"]["bytes"]
-        image = Image.open(io.BytesIO(data))
-        image.load()
+    for n, row in enumerate(raw):
+        where = f"news row {n} (id {row.get('id')!r})"
+        item_id = _text(row, "id", where)
+        question, reference, attribute = (_text(row, c, where) for c in ("question", "reference_answer", "attribute"))
+        if attribute not in ATTRIBUTES:
+            raise NewsDataError(f"{where}: attribute {attribute!r} is not one of {list(ATTRIBUTES)}")
+        data = (row.get("image") or {}).get("bytes")
+        if not isinstance(data, (bytes, bytearray)) or not data:
+            raise NewsDataError(f"{where}: no image bytes; rebuild the news subset with the image file present")
+        try:
+            image = Image.open(io.BytesIO(data))
+            if image.width * image.height > MAX_NEWS_PIXELS:
+                raise NewsDataError(
+                    f"{where}: image is {image.width}x{image.height}, above {MAX_NEWS_PIXELS:,} pixels; downscale it"
+                )
+            image.load()
+        except NewsDataError:
+            raise
+        except Exception as e:  # any decoder failure of the stored bytes
+            raise NewsDataError(f"{where}: the image cannot be decoded ({type(e).__name__}: {e})") from None
         items.append(
             NewsItem(
-                row["id"],
+                item_id,
                 image,
                 hashlib.sha256(data).hexdigest(),
-                row["question"],
-                row["reference_answer"],
-                row["attribute"],
+                question,
+                reference,
+                attribute,
                 bool(row.get("placeholder", False)),
             )
         )

@@ -10,6 +10,20 @@ from typing import Any
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json.loads keeps the last of two equal keys silently ({"score": 150, "score": 50} -> 50): refuse."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def parse_json_object(text: str, keys: tuple[str, ...]) -> tuple[dict[str, Any] | None, str | None]:
     """(object, None) when text is a JSON object holding every key; else (None, why not)."""
     body = text.strip()
@@ -17,9 +31,11 @@ def parse_json_object(text: str, keys: tuple[str, ...]) -> tuple[dict[str, Any] 
     if fenced:
         body = fenced.group(1)
     try:
-        value = json.loads(body)
+        value = json.loads(body, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as error:
         return None, f"not valid JSON ({error.msg})"
+    except _DuplicateKey as error:
+        return None, f"key {error.args[0]!r} appears twice (which value was meant is unknowable)"
     if not isinstance(value, dict):
         return None, f"expected a JSON object, got {type(value).__name__}"
     missing = [key for key in keys if key not in value]

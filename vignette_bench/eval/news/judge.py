@@ -17,6 +17,7 @@ import argparse
 import hashlib
 import json
 import math
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from tqdm import tqdm
 
 from vignette_bench.eval.adapters.base import ModelAdapter, TextRequest
 from vignette_bench.eval.news.answer import read_answers
-from vignette_bench.eval.news.data import NewsItem, load_news, news_items
+from vignette_bench.eval.news.data import NewsDataError, NewsItem, load_news, news_items
 from vignette_bench.eval.news.json_reply import parse_json_object
 from vignette_bench.eval.runtime.runlog import PartWriter, scan_part
 
@@ -111,6 +112,12 @@ class Judgement:
     valid: bool
     error: str | None
     raw: str
+    answer_sha256: str = ""  # of the exact answer judged (answer_digest); "" in files written before it
+
+
+def answer_digest(answer: dict[str, Any]) -> str:
+    """Which answer a judgement is about: a re-answered item must not inherit the old answer's score."""
+    return hashlib.sha256(json.dumps([answer.get("answer"), answer.get("rationale")]).encode()).hexdigest()
 
 
 def build_judge_prompt(dimension: str, question: str, reference: str, answer: str, rationale: str) -> str:
@@ -273,6 +280,7 @@ def judge_answers(
                             parsed.error is None,
                             parsed.error,
                             result.text,
+                            answer_digest(task.answer),
                         )
                     )
                 )
@@ -299,7 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from vignette_bench.eval.adapters.spec import build_adapter
 
-    items = news_items(load_news(args.source))
+    try:
+        items = news_items(load_news(args.source))
+    except (NewsDataError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     answers = [row for path in args.answers for row in read_answers(path)]
     counts = judge_answers(
         items,

@@ -53,7 +53,13 @@ def joined(
     if judge_id is None and len(judge_ids) > 1:
         raise ValueError(f"the judgements hold several judges {judge_ids}; pick one with --judge-id")
     chosen = [j for j in judgements if judge_id is None or j["judge_id"] == judge_id]
-    by_answer = {(j["model_id"], float(j["temperature"]), j["item_id"], j["dimension"]): j for j in chosen}
+    from vignette_bench.eval.news.judge import answer_digest
+
+    # keyed on the exact answer judged; judgements written before answer_sha256 existed match by item only
+    by_answer = {
+        (j["model_id"], float(j["temperature"]), j["item_id"], j["dimension"], j.get("answer_sha256") or ""): j
+        for j in chosen
+    }
     rows = []
     for a in answers:
         row = {
@@ -63,7 +69,8 @@ def joined(
             "answer_valid": bool(a["valid"]),
         }
         for dim in DIMENSIONS:
-            j = by_answer.get((a["model_id"], float(a["temperature"]), a["item_id"], dim))
+            base = (a["model_id"], float(a["temperature"]), a["item_id"], dim)
+            j = by_answer.get((*base, answer_digest(a))) or by_answer.get((*base, ""))
             row[f"{dim}_score"] = j["score"] if j is not None and j["valid"] else math.nan
             row[f"{dim}_state"] = (
                 "answer_failed" if not a["valid"] else "pending" if j is None else "scored" if j["valid"] else "failed"
