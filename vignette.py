@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from fsspec import AbstractFileSystem
 
 if TYPE_CHECKING:
     from PIL.Image import Image as PILImage
@@ -1213,16 +1214,6 @@ class Composer:
                 f"render {name!r} in {where} cannot be decoded ({e}); re-render it and rebuild the shard"
             ) from e
 
-    def __call__(self, batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
-        """``with_transform`` hook: fill the ``image`` column of a formatted batch."""
-        batch = dict(batch)
-        batch["image"] = [self.pair(kl, kr) for kl, kr in zip(batch["key_left"], batch["key_right"])]
-        return batch
-
-    def add_image(self, row: dict[str, Any]) -> dict[str, Any]:
-        """``IterableDataset.map`` hook for one row."""
-        return {"image": self.pair(row["key_left"], row["key_right"])}
-
 
 MAX_RENDER_PIXELS = 4096 * 4096  # renders are 1024²; a header claiming more is refused before decoding
 _PIL_FORMATS = {"jpeg": "JPEG", "webp": "WEBP"}
@@ -1271,6 +1262,95 @@ def _first_undecodable(items: Iterable[tuple[bytes, RenderLocation]]) -> RenderL
 
 
 # ----------------------------------------------------------------------------------- datasets
+
+
+# ------------------------------------------------------------------ the image column: vignette://
+
+
+PAIR_PROTOCOL = "vignette"
+
+
+def pair_url(root: str, key_left: str, key_right: str, size: tuple[int, int], seam: int) -> str:
+    """Where a pair image "lives": ``vignette://<quoted source root>/<W>x<H>/<seam>/<left>/<right>.png``.
+
+    The ``image`` column of every pair dataset holds such a path (no bytes), exactly as a plain image
+    dataset holds file paths, so every `datasets` operation treats it as one: formats decode it, column
+    operations and metadata reads never touch it, and ``push_to_hub``/``embed_table_storage`` read its
+    bytes through fsspec like any remote file. `PairFileSystem` composes the pair when it is opened.
+    """
+    from urllib.parse import quote
+
+    return f"{PAIR_PROTOCOL}://{quote(root, safe='')}/{size[0]}x{size[1]}/{seam}/{key_left}/{key_right}.png"
+
+
+def _parse_pair_url(path: str) -> tuple[str, str, str, tuple[int, int], int]:
+    from urllib.parse import unquote
+
+    body = path.split("://", 1)[-1]
+    parts = body.split("/")
+    if len(parts) != 5 or not parts[4].endswith(".png") or "x" not in parts[1]:
+        raise VignetteError(f"{path!r} is not a vignette pair image path (vignette://SOURCE/WxH/SEAM/LEFT/RIGHT.png)")
+    width, height = (int(v) for v in parts[1].split("x"))
+    return unquote(parts[0]), parts[3], parts[4][: -len(".png")], (width, height), int(parts[2])
+
+
+class PairFileSystem(AbstractFileSystem):  # type: ignore[misc]
+    """Read-only fsspec filesystem whose files are composed pair images (PNG). Registered for the
+    ``vignette`` protocol on import and through the ``fsspec.specs`` entry point, so any process that has
+    the package installed (DataLoader workers, a ``load_from_disk`` elsewhere) can open the paths."""
+
+    protocol = PAIR_PROTOCOL
+    root_marker = ""
+    cachable = True
+
+    # One composer per (source, size, seam, process), shared by every instance: load_dataset puts the
+    # index it already read here, so opening the images reads no index twice.
+    composers: dict[tuple[str, tuple[int, int], int, int], Composer] = {}
+
+    @classmethod
+    def _strip_protocol(cls, path: Any) -> str:
+        text = str(path[0] if isinstance(path, list) else path)
+        return text.split("://", 1)[-1] if text.startswith(f"{PAIR_PROTOCOL}://") else text
+
+    def _composer(self, root: str, size: tuple[int, int], seam: int) -> Composer:
+        key = (root, size, seam, os.getpid())  # a forked worker opens its own reader
+        if key not in PairFileSystem.composers:
+            PairFileSystem.composers[key] = Composer(RenderReader(RenderIndex.load(Source(root))), size, seam)
+        return PairFileSystem.composers[key]
+
+    composed = 0  # pairs composed in this process (tests check that metadata reads compose none)
+
+    def cat_file(self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any) -> bytes:
+        root, left, right, size, seam = _parse_pair_url(path)
+        PairFileSystem.composed += 1
+        image = self._composer(root, size, seam).pair(left, right)
+        buf = io.BytesIO()
+        image.save(buf, format="PNG", compress_level=1)  # fast; embedded copies (push_to_hub) stay compact
+        return buf.getvalue()[start:end]
+
+    def _open(self, path: str, mode: str = "rb", **kwargs: Any):
+        if mode != "rb":
+            raise VignetteError(f"{path}: pair images are read-only")
+        return io.BytesIO(self.cat_file(path))
+
+    def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        # The exact size needs the pair composed; readers only use it to plan (datasets' save_to_disk
+        # estimates shard sizes with it), so give the size of a typical PNG of that area instead.
+        _, _, _, (w, h), _ = _parse_pair_url(path)
+        return {"name": path, "size": w * h, "type": "file"}
+
+    def ls(self, path: str, detail: bool = True, **kwargs: Any):
+        info = self.info(path)
+        return [info] if detail else [info["name"]]
+
+
+def _register_protocol() -> None:
+    import fsspec
+
+    fsspec.register_implementation(PAIR_PROTOCOL, PairFileSystem, clobber=True)
+
+
+_register_protocol()
 
 
 def features():
@@ -1323,7 +1403,22 @@ class _Plan:
     selection: Selection
     index: RenderIndex | None
     on_missing: str
+    image_prefix: str = ""  # pair_url up to the keys: the image column is prefix + left + "/" + right + ".png"
     chunk: int = 2048
+
+
+def _image_column(prefix: str, cols: dict[str, pa.Array]) -> pa.Array:
+    """The ``image`` column: Image structs holding a vignette:// path and no bytes (see `pair_url`)."""
+    n = len(cols["key_left"])
+    paths = pc.binary_join_element_wise(
+        pa.array(np.full(n, prefix, dtype=object), pa.string()),
+        cols["key_left"],
+        pa.array(np.full(n, "/", dtype=object), pa.string()),
+        cols["key_right"],
+        pa.array(np.full(n, ".png", dtype=object), pa.string()),
+        "",
+    )
+    return pa.StructArray.from_arrays([pa.nulls(n, pa.binary()), paths], names=["bytes", "path"])
 
 
 def _present(plan: _Plan, cols: dict[str, pa.Array]) -> np.ndarray:
@@ -1356,7 +1451,7 @@ def _generate_rows(plan: _Plan, ranges: list[tuple[int, int]]) -> Iterator[dict[
                 if plan.on_missing == "raise":
                     raise MissingRenderError(_missing_message(plan, cols, ok))
                 skipped += int((~ok).sum())
-            rows = pa.table(cols).to_pylist()
+            rows = pa.table({**cols, "image": _image_column(plan.image_prefix, cols)}).to_pylist()
             for row, keep in zip(rows, ok):
                 if keep:
                     yield row
@@ -1459,7 +1554,13 @@ def load_dataset(
         raise VignetteError(
             f"{name}: the filters select no pairs from source {source.root} (filters {space.filters}); widen them"
         )
-    composer = Composer(RenderReader(index, cache_size), tuple(size), seam, image_format)  # type: ignore[arg-type]
+    if image_format != "PNG":
+        raise VignetteError(f"image_format {image_format!r}: pair images are served as PNG (vignette:// paths)")
+    size = (int(size[0]), int(size[1]))
+    image_prefix = pair_url(source.root, "", "", size, seam).removesuffix("//.png") + "/"
+    PairFileSystem.composers[(source.root, size, seam, os.getpid())] = Composer(
+        RenderReader(index, cache_size), size, seam
+    )
     record = {
         "source": source.root,
         "config": name,
@@ -1475,17 +1576,14 @@ def load_dataset(
         "coverage": "limited to the identities and activities with renders in the source",
         "renders_per_cell": max(index.coverage.variants.values(), default=1),
     }
-    plan = _Plan(selection, index, on_missing)
+    plan = _Plan(selection, index, on_missing, image_prefix)
     if streaming:
-        meta = features()
-        del meta["image"]
         ds = datasets.IterableDataset.from_generator(
             _generate_rows,
-            features=meta,
+            features=features(),
             split=datasets.NamedSplit(SPLIT),
             gen_kwargs={"plan": plan, "ranges": _ranges(len(selection), num_shards)},
         )
-        ds = ds.map(composer.add_image, features=features())
         ds.info.description = json.dumps(record)
         ds.info.config_name = name
         return ds
@@ -1503,12 +1601,11 @@ def load_dataset(
         logger.warning("%s: skipped %d pair(s) whose renders are missing from %s", name, int((~ok).sum()), source.root)
         mask = pa.array(ok)
         cols = {k: v.filter(mask) for k, v in cols.items()}
-    n = len(cols["pair_id"])
-    cols["image"] = pa.nulls(n, features().arrow_schema.field("image").type)
+    cols["image"] = _image_column(image_prefix, cols)
     table = pa.table(cols, schema=features().arrow_schema)
     info = datasets.DatasetInfo(description=json.dumps(record), features=features(), config_name=name)
     ds = datasets.Dataset(datasets.table.InMemoryTable(table), info=info, split=datasets.NamedSplit(SPLIT))
-    return ds.with_transform(composer)
+    return ds
 
 
 def _check_coverage(coverage: Coverage, taxonomy: Taxonomy, source: Source) -> None:

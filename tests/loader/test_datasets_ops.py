@@ -1,0 +1,121 @@
+"""The composed image is a real column: one list of `datasets` operations gives the same results on a
+vignette pair dataset and on a plain Image dataset of the same pictures (PNG files on disk), and reading
+metadata composes nothing. The column holds vignette:// paths (vignette.pair_url) that datasets opens
+through fsspec like any remote image file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import datasets
+import numpy as np
+import pytest
+
+import vignette
+from vignette_bench.dataset_builder.sample import build_sample
+
+FILTERS = dict(dimensions="religion", activities="cooking")
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[datasets.Dataset, datasets.Dataset, Path]:
+    root = tmp_path_factory.mktemp("ops")
+    src = build_sample(root / "src", size=96, identities=("muslim", "hindu", "christian"), activities=("cooking",))
+    ours = vignette.load_dataset(src, "identity_contrast", **FILTERS)
+    files = []
+    for i, path in enumerate(ours.data.table.column("image").to_pylist()):
+        out = root / f"pair{i}.png"
+        with vignette.PairFileSystem().open(path["path"]) as f:
+            out.write_bytes(f.read())
+        files.append(str(out))
+    meta = ours.remove_columns(["image"]).to_dict()
+    plain = datasets.Dataset.from_dict({**meta, "image": files}).cast_column("image", datasets.Image())
+    return ours, plain, root
+
+
+def _image_summary(image: Any) -> Any:
+    return (image.size, image.mode, np.asarray(image).sum())
+
+
+OPERATIONS: dict[str, Callable[[datasets.Dataset, Path], Any]] = {
+    "row": lambda ds, _: _image_summary(ds[0]["image"]),
+    "slice": lambda ds, _: [_image_summary(x) for x in ds[1:3]["image"]],
+    "column": lambda ds, _: len(ds["image"]),
+    "numpy": lambda ds, _: ds.with_format("numpy")[0:2]["image"].shape,
+    "torch": lambda ds, _: tuple(ds.with_format("torch")[0]["image"].shape),
+    "arrow": lambda ds, _: ds.with_format("arrow")[0:2].column_names,
+    "pandas": lambda ds, _: (len(ds.to_pandas()), sorted(ds.to_pandas().columns)),
+    "to_dict": lambda ds, _: sorted(ds.to_dict()["image"][0]),
+    "select_columns": lambda ds, _: ds.select_columns(["pair_id", "gender"])[0],
+    "remove_columns": lambda ds, _: _image_summary(ds.remove_columns(["key_left"])[0]["image"]),
+    "rename_column": lambda ds, _: ds.rename_column("gender", "g")[0]["g"],
+    "filter_input_columns": lambda ds, _: len(ds.filter(lambda g: g == "female", input_columns=["gender"])),
+    "map": lambda ds, _: ds.map(lambda r: {"w": r["image"].size[0]})["w"][:3],
+    "select_shard_split": lambda ds, _: (
+        len(ds.select([0, 2])),
+        len(ds.shard(2, 0)),
+        len(ds.train_test_split(0.5, seed=0)["test"]),
+    ),
+    "to_iterable": lambda ds, _: _image_summary(next(iter(ds.to_iterable_dataset()))["image"]),
+    "save_load": lambda ds, tmp: _save_load(ds, tmp),
+    "embed_for_push_to_hub": lambda ds, _: _embedded(ds),
+}
+
+
+def _save_load(ds: datasets.Dataset, tmp: Path) -> Any:
+    path = tmp / f"saved-{id(ds)}"
+    ds.save_to_disk(str(path))
+    return _image_summary(datasets.load_from_disk(str(path))[1]["image"])
+
+
+def _embedded(ds: datasets.Dataset) -> Any:
+    """What push_to_hub uploads: datasets embeds every image's bytes (table.embed_table_storage)."""
+    from datasets.table import embed_table_storage
+
+    table = embed_table_storage(ds.select(range(2)).data.table)
+    cells = table.column("image").to_pylist()
+    return [_image_summary(datasets.Image().decode_example({"bytes": c["bytes"], "path": None})) for c in cells]
+
+
+@pytest.mark.parametrize("operation", list(OPERATIONS))
+def test_an_operation_gives_the_same_result_as_on_a_plain_image_dataset(pair, tmp_path: Path, operation: str) -> None:
+    ours, plain, _ = pair
+    assert OPERATIONS[operation](ours, tmp_path) == OPERATIONS[operation](plain, tmp_path)
+
+
+def test_metadata_access_composes_nothing(pair) -> None:
+    ours, _, _ = pair
+    before = vignette.PairFileSystem.composed
+    ours["gender"], ours["pair_id"], ours.select_columns(["pair_id"])[0:5], ours.remove_columns(["image"])[0]
+    ours.filter(lambda g: g == "female", input_columns=["gender"])
+    assert vignette.PairFileSystem.composed == before
+
+
+def test_streaming_columns_and_images(pair) -> None:
+    ours, _, root = pair
+    it = vignette.load_dataset(root / "src", "identity_contrast", streaming=True, **FILTERS)
+    before = vignette.PairFileSystem.composed
+    rows = list(it.select_columns(["pair_id", "gender"]))
+    assert len(rows) == len(ours) and vignette.PairFileSystem.composed == before  # no image composed
+    first = next(iter(it))
+    assert _image_summary(first["image"]) == _image_summary(ours[0]["image"])
+
+
+def test_a_fresh_process_opens_the_paths_without_importing_vignette_first(pair, tmp_path: Path) -> None:
+    """fsspec finds the vignette:// protocol through the package's entry point (spawned DataLoader
+    workers, load_from_disk on another day)."""
+    ours, _, _ = pair
+    ours.save_to_disk(str(tmp_path / "saved"))
+    code = (
+        "import datasets, sys; ds = datasets.load_from_disk(sys.argv[1]); "
+        "assert 'vignette' not in sys.modules; print(ds[0]['image'].size)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "saved")], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(ours[0]["image"].size)
