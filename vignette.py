@@ -1440,7 +1440,7 @@ def _missing_message(plan: _Plan, cols: dict[str, pa.Array], ok: np.ndarray) -> 
     )
 
 
-def _generate_rows(plan: _Plan, ranges: list[tuple[int, int]]) -> Iterator[dict[str, Any]]:
+def _generate_rows(plan: _Plan, ranges: list[tuple[int, int]], images: bool = True) -> Iterator[dict[str, Any]]:
     """Streaming generator over its share of ``ranges`` (datasets shards gen_kwargs lists)."""
     for lo, hi in ranges:
         skipped = 0
@@ -1451,7 +1451,8 @@ def _generate_rows(plan: _Plan, ranges: list[tuple[int, int]]) -> Iterator[dict[
                 if plan.on_missing == "raise":
                     raise MissingRenderError(_missing_message(plan, cols, ok))
                 skipped += int((~ok).sum())
-            rows = pa.table({**cols, "image": _image_column(plan.image_prefix, cols)}).to_pylist()
+            extra = {"image": _image_column(plan.image_prefix, cols)} if images else {}
+            rows = pa.table({**cols, **extra}).to_pylist()
             for row, keep in zip(rows, ok):
                 if keep:
                     yield row
@@ -1503,6 +1504,7 @@ def load_dataset(
     cache_size: int = 128,
     max_rows: int = 1_000_000,
     num_shards: int | None = None,
+    images: bool = True,
     **kwargs: Any,
 ):
     """VIGNETTE pairs as a ``datasets.Dataset`` (or ``IterableDataset`` with ``streaming=True``).
@@ -1517,7 +1519,8 @@ def load_dataset(
     chosen so that every identity of a sample stands left within one offer of half). Images are composed when a row is read.
     Map-style tables hold one row of metadata per pair, so they are refused above ``max_rows``
     (stream instead, filter, or sample). What was selected (filters, sample seed, source) is
-    recorded as JSON in ``info.description``.
+    recorded as JSON in ``info.description``. ``images=False`` gives the metadata only: no image column,
+    nothing downloaded or composed.
     """
     import datasets
 
@@ -1578,11 +1581,14 @@ def load_dataset(
     }
     plan = _Plan(selection, index, on_missing, image_prefix)
     if streaming:
+        feats = features()
+        if not images:
+            del feats["image"]
         ds = datasets.IterableDataset.from_generator(
             _generate_rows,
-            features=features(),
+            features=feats,
             split=datasets.NamedSplit(SPLIT),
-            gen_kwargs={"plan": plan, "ranges": _ranges(len(selection), num_shards)},
+            gen_kwargs={"plan": plan, "ranges": _ranges(len(selection), num_shards), "images": images},
         )
         ds.info.description = json.dumps(record)
         ds.info.config_name = name
@@ -1601,9 +1607,13 @@ def load_dataset(
         logger.warning("%s: skipped %d pair(s) whose renders are missing from %s", name, int((~ok).sum()), source.root)
         mask = pa.array(ok)
         cols = {k: v.filter(mask) for k, v in cols.items()}
-    cols["image"] = _image_column(image_prefix, cols)
-    table = pa.table(cols, schema=features().arrow_schema)
-    info = datasets.DatasetInfo(description=json.dumps(record), features=features(), config_name=name)
+    feats = features()
+    if images:
+        cols["image"] = _image_column(image_prefix, cols)
+    else:
+        del feats["image"]
+    table = pa.table(cols, schema=feats.arrow_schema)
+    info = datasets.DatasetInfo(description=json.dumps(record), features=feats, config_name=name)
     ds = datasets.Dataset(datasets.table.InMemoryTable(table), info=info, split=datasets.NamedSplit(SPLIT))
     return ds
 

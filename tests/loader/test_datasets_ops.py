@@ -119,3 +119,29 @@ def test_a_fresh_process_opens_the_paths_without_importing_vignette_first(pair, 
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(ours[0]["image"].size)
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3, 5, 7, 16, 32, 64])
+def test_any_world_size_sees_and_composes_each_pair_exactly_once(pair, world_size: int) -> None:
+    from datasets.distributed import split_dataset_by_node
+
+    ours, _, root = pair
+    it = vignette.load_dataset(root / "src", "identity_contrast", streaming=True, **FILTERS)
+    before = vignette.PairFileSystem.composed
+    seen = []
+    for rank in range(world_size):
+        for row in split_dataset_by_node(it, rank=rank, world_size=world_size):
+            seen.append(row["pair_id"])
+            assert row["image"].size == (672, 336)
+    assert sorted(seen) == sorted(ours["pair_id"])  # every pair once, across all nodes
+    assert vignette.PairFileSystem.composed - before == len(ours)  # and composed once
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_metadata_only_downloads_and_composes_nothing(pair, streaming: bool) -> None:
+    ours, _, root = pair
+    before = vignette.PairFileSystem.composed
+    meta = vignette.load_dataset(root / "src", "identity_contrast", streaming=streaming, images=False, **FILTERS)
+    rows = list(meta)
+    assert "image" not in rows[0] and [r["pair_id"] for r in rows] == list(ours["pair_id"])
+    assert vignette.PairFileSystem.composed == before
