@@ -31,6 +31,7 @@ import os
 import re
 import sys
 import threading
+import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
@@ -86,6 +87,17 @@ _ACTIVITY_KIND = {
 
 class VignetteError(ValueError):
     """Bad input; the message names what was wrong and what to use instead."""
+
+
+class SourceError(VignetteError):
+    """A source cannot be read (network, size); the message names the URL and what to check."""
+
+
+CONNECT_TIMEOUT_S = 10.0
+READ_TIMEOUT_S = 60.0
+RETRIES = 3  # transient network errors: retried with exponential backoff
+BACKOFF_S = 0.5
+MAX_INDEX_BYTES = 512 * 1024**2  # the full index is ~7 MB
 
 
 class MissingRenderError(LookupError):
@@ -933,20 +945,58 @@ class Source:
         import fsspec
 
         if self._fs is None or self._pid != os.getpid():  # a forked worker gets its own client
-            self._fs, self._base = fsspec.core.url_to_fs(self.root)
+            options: dict[str, Any] = {}
+            if self.root.startswith(("http://", "https://")):
+                import aiohttp
+
+                # aiohttp's default waits 300 s on a stalled server and then raises a bare TimeoutError
+                options["client_kwargs"] = {
+                    "timeout": aiohttp.ClientTimeout(
+                        total=None, sock_connect=CONNECT_TIMEOUT_S, sock_read=READ_TIMEOUT_S
+                    )
+                }
+            self._fs, self._base = fsspec.core.url_to_fs(self.root, **options)
             self._pid = os.getpid()
         return self._fs, self._base
 
     def url(self, relative: str) -> str:
         return f"{self.root}/{relative}"
 
-    def read(self, relative: str, start: int | None = None, end: int | None = None) -> bytes:
-        """Bytes of a file (or of [start, end)): one request; FileNotFoundError names the URL."""
+    def read(
+        self, relative: str, start: int | None = None, end: int | None = None, max_bytes: int | None = None
+    ) -> bytes:
+        """Bytes of a file (or of [start, end)): one request, retried with backoff on transient network
+        errors; FileNotFoundError names the URL; other failures end in a SourceError naming URL and cause.
+        ``max_bytes`` refuses a whole-file read larger than that (an endless or wrong file)."""
         fs, base = self._filesystem()
-        try:
-            data = fs.cat_file(f"{base}/{relative}", start=start, end=end)
-        except FileNotFoundError as e:
-            raise FileNotFoundError(f"{self.url(relative)}: not found in source {self.root}") from e
+        url = self.url(relative)
+        retries = RETRIES if "://" in self.root and not self.root.startswith("file://") else 0  # network only
+        for attempt in range(retries + 1):
+            try:
+                if max_bytes is not None and start is None and end is None:
+                    # one ranged GET for at most max_bytes + 1: an endless file is never read whole
+                    data = fs.cat_file(f"{base}/{relative}", start=0, end=max_bytes + 1)
+                    if len(data) > max_bytes:
+                        raise SourceError(f"{url}: larger than {max_bytes:,} bytes; is this the right source?")
+                else:
+                    data = fs.cat_file(f"{base}/{relative}", start=start, end=end)
+                break
+            except FileNotFoundError as e:
+                raise FileNotFoundError(f"{url}: not found in source {self.root}") from e
+            except SourceError:
+                raise
+            except (OSError, TimeoutError, ConnectionError) as e:  # aiohttp's errors are OSErrors or TimeoutErrors
+                if attempt == retries:
+                    raise SourceError(
+                        f"{url}: {type(e).__name__} after {retries + 1} attempt(s) ({e or 'no reply'}); "
+                        "check the URL and the network, or use a local copy of the source"
+                    ) from e
+                time.sleep(BACKOFF_S * 2**attempt)
+            except Exception as e:  # e.g. aiohttp.ClientError subclasses that are neither
+                if type(e).__module__.startswith("aiohttp") and attempt < retries:
+                    time.sleep(BACKOFF_S * 2**attempt)
+                    continue
+                raise SourceError(f"{url}: {type(e).__name__}: {e}") from e
         self.requests += 1
         self.bytes_read += len(data)
         return data
@@ -997,7 +1047,7 @@ class RenderIndex:
         import pyarrow.parquet as pq
 
         try:
-            data = source.read(INDEX_PATH)
+            data = source.read(INDEX_PATH, max_bytes=MAX_INDEX_BYTES)
         except FileNotFoundError as e:
             raise FileNotFoundError(
                 f"{source.url(INDEX_PATH)}: no render index in source {source.root}; is this a VIGNETTE source (docs/FORMATS.md)?"
@@ -1534,9 +1584,10 @@ def load_dataset(
         raise _unknown("on_missing option", on_missing, ("raise", "skip"))
     lo, hi = _parse_split(split)
     source = Source(path)
+    index = RenderIndex.load(source)  # first: if the source cannot be read, this says so (not "taxonomy missing")
     taxonomy = load_taxonomy(source.url("taxonomy"))
-    index = RenderIndex.load(source)
     _check_coverage(index.coverage, taxonomy, source)
+    _warn_uncovered(index.coverage, name, identities, activities)
     space = PairSpace(
         taxonomy,
         name,
@@ -1616,6 +1667,20 @@ def load_dataset(
     info = datasets.DatasetInfo(description=json.dumps(record), features=feats, config_name=name)
     ds = datasets.Dataset(datasets.table.InMemoryTable(table), info=info, split=datasets.NamedSplit(SPLIT))
     return ds
+
+
+def _warn_uncovered(coverage: Coverage, config: str, identities: Any, activities: Any) -> None:
+    """Names asked for that the source has no renders of would be dropped silently: say so."""
+    people = {i for _, i in coverage.members(config)}
+    for kind, asked, have in (
+        ("identities", _as_tuple(identities), people),
+        ("activities", _as_tuple(activities), coverage.activities),
+    ):
+        if config == "portraits" and kind == "activities":
+            continue
+        outside = sorted(set(asked or ()) - set(have))
+        if outside:
+            logger.warning("%s: the source has no renders of %s %s; they are left out", config, kind, outside)
 
 
 def _check_coverage(coverage: Coverage, taxonomy: Taxonomy, source: Source) -> None:
