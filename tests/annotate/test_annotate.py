@@ -80,12 +80,18 @@ def _answer(driver, page: Path, annotator: str, answers: dict[str, dict[str, obj
         for name, value in crit.items():
             for v in value if isinstance(value, list) else [value]:
                 driver.find_element(By.CSS_SELECTOR, f'input[name="{item}::{name}"][value="{v}"]').click()
-    # autosave: a reload keeps the answers
-    driver.get(page.as_uri())
+    # autosave: a reload keeps the answers. Chromium hands localStorage writes to its storage process
+    # asynchronously, so a reload right after the last click may come first: reload until restored.
     first_item, first = next(iter(answers.items()))
     name, value = next(iter(first.items()))
     v = value[0] if isinstance(value, list) else value
-    assert driver.find_element(By.CSS_SELECTOR, f'input[name="{first_item}::{name}"][value="{v}"]').is_selected()
+    selector = f'input[name="{first_item}::{name}"][value="{v}"]'
+    for _ in range(40):
+        driver.get(page.as_uri())
+        if driver.find_element(By.CSS_SELECTOR, selector).is_selected():
+            break
+        time.sleep(0.25)
+    assert driver.find_element(By.CSS_SELECTOR, selector).is_selected()
     assert driver.find_element(By.ID, "annotator").get_attribute("value") == annotator
     assert driver.find_element(By.ID, "progress").text.startswith(f"{len(answers)} of ")
     driver.find_element(By.ID, "save").click()
