@@ -252,3 +252,147 @@ def test_provenance_names_settings_not_key() -> None:
     adapter = OpenAIAdapter("gpt-4o", base_url="http://127.0.0.1:1/v1", api_key="sk-secret", temperature=0.7)
     prov = adapter.provenance()
     assert prov["model_id"] == "gpt-4o" and prov["temperature"] == 0.7 and "sk-secret" not in json.dumps(prov)
+
+
+# --- issue 15: system prompt placement, secrets, dead servers, sampling the server can honour ------------
+
+
+class Recorder:
+    """Interceptor that records every request body and lets it through."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+
+    def __call__(self, body: dict[str, Any]) -> Intercept | None:
+        self.bodies.append(body)
+        return None
+
+
+@pytest.mark.parametrize(
+    ("placement", "roles", "folded"),
+    [("system", ["system", "user"], False), ("user", ["user"], True), ("none", ["user"], False)],
+)
+def test_system_prompt_placement(placement: str, roles: list[str], folded: bool) -> None:
+    from vignette_bench.eval.adapters.openai_adapter import CHOICE_SYSTEM_PROMPT
+
+    recorder = Recorder()
+    backend = SchemaFixtureAdapter()
+    with ChatServer(backend, interceptor=recorder) as server:
+        result = _adapter(server, system_prompt=placement).choose([ChoiceRequest("q", _image(), "Who?", ("a", "b"))])[0]
+    assert result.valid
+    assert [m["role"] for m in recorder.bodies[0]["messages"]] == roles
+    assert (CHOICE_SYSTEM_PROMPT[:30] in backend.seen[0].prompt) == folded or placement == "system"
+
+
+def test_an_echoed_key_is_redacted_from_raw_replies_and_errors() -> None:
+    key = "sk-very-secret-key-123"
+
+    def echo(body: dict[str, Any]) -> Intercept:
+        return Intercept(401, json.dumps({"error": {"message": f"bad key Bearer {key} for {key}"}}))
+
+    with ChatServer(SchemaFixtureAdapter(), interceptor=echo) as server:
+        adapter = OpenAIAdapter("served", base_url=server.base_url, api_key=key, **FAST)
+        result = adapter.choose([ChoiceRequest("q", None, "Who?", ("a", "b"))])[0]
+    assert not result.valid and key not in (result.raw or "") and key not in (result.error or "")
+    assert "[REDACTED]" in (result.raw or "")
+
+
+def test_credentials_in_the_base_url_never_reach_provenance() -> None:
+    adapter = OpenAIAdapter("m", base_url="https://user:hunter2@example.org:8443/v1?token=abc", api_key="k")
+    assert adapter.provenance()["base_url"] == "https://example.org:8443/v1"
+    assert "hunter2" not in json.dumps(adapter.provenance())
+
+
+def test_a_dead_server_stops_the_adapter_after_n_failures() -> None:
+    from vignette_bench.eval.adapters.base import BackendUnavailable
+
+    adapter = OpenAIAdapter(
+        "m", base_url="http://127.0.0.1:9/v1", api_key="k", max_retries=0, max_consecutive_failures=3, concurrency=1
+    )
+    with pytest.raises(BackendUnavailable, match=r"127.0.0.1:9/v1: 3 requests in a row failed"):
+        adapter.choose([ChoiceRequest(f"q{i}", None, "Who?", ("a", "b")) for i in range(5)])
+
+
+def test_the_runner_exits_2_when_the_backend_is_gone(tmp_path) -> None:
+    from vignette_bench.cli import main as cli
+    from vignette_bench.dataset_builder.sample import build_sample
+
+    src = build_sample(tmp_path / "src", size=32, identities=("muslim", "hindu"), activities=("cooking",))
+    spec = "openai:m@http://127.0.0.1:9/v1?max_retries=0&max_consecutive_failures=2&concurrency=1"
+    code = cli(
+        [
+            "run",
+            "--source",
+            str(src),
+            "--config",
+            "identity_contrast",
+            "--model",
+            spec,
+            "--out",
+            str(tmp_path / "run"),
+            "--no-progress",
+        ]
+    )
+    assert code == 2
+
+
+def test_our_server_rejects_sampling_it_cannot_honour() -> None:
+    with ChatServer(SchemaFixtureAdapter()) as server:
+        client = __import__("openai").OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        schema = {"type": "object", "properties": {"choice": {"enum": ["a", "b"]}}, "required": ["choice"]}
+        fmt = {"type": "json_schema", "json_schema": {"name": "c", "schema": schema}}
+        msgs = [{"role": "user", "content": "Who?"}]
+        for bad in ({"temperature": 0.7, "response_format": fmt}, {"top_p": 0.5}, {"seed": -1}, {"temperature": 3}):
+            with pytest.raises(__import__("openai").BadRequestError):
+                client.chat.completions.create(model="m", messages=msgs, **bad)
+        ok = client.chat.completions.create(model="m", messages=msgs, temperature=0, seed=7, response_format=fmt)
+        assert json.loads(ok.choices[0].message.content) == {"choice": "b"}
+
+
+def test_our_server_is_deterministic_per_seed_with_a_sampling_tiny_vlm() -> None:
+    """A tiny untrained VLM sampling free text at T = 1: the same request and seed give the same text;
+    12 identical requests at T = 0 give one answer."""
+    from vignette_bench.eval.adapters.spec import build_adapter
+
+    backend = build_adapter("tiny:llava?mode=generate")
+    with ChatServer(backend) as server:
+        client = __import__("openai").OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        msgs = [{"role": "user", "content": "Describe the scene."}]
+
+        def ask(**kw: Any) -> str:
+            return (
+                client.chat.completions.create(model="m", messages=msgs, max_tokens=8, **kw).choices[0].message.content
+            )
+
+        assert len({ask(temperature=0) for _ in range(12)}) == 1
+        assert ask(temperature=1.0, seed=5) == ask(temperature=1.0, seed=5)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["--batch-size", "0"], "--batch-size 0: must be at least 1"), (["--model", "tiny:nonexistent"], "")],
+)
+def test_bad_runner_input_exits_2_and_leaves_no_folder(tmp_path, capsys, args: list[str], message: str) -> None:
+    from vignette_bench.cli import main as cli
+    from vignette_bench.dataset_builder.sample import build_sample
+
+    src = build_sample(tmp_path / "src", size=32, identities=("muslim", "hindu"), activities=("cooking",))
+    base = [
+        "run",
+        "--source",
+        str(src),
+        "--config",
+        "identity_contrast",
+        "--model",
+        "random",
+        "--out",
+        str(tmp_path / "run"),
+        "--no-progress",
+    ]
+    if args[0] == "--model":
+        base[base.index("--model") + 1] = args[1]
+        args = []
+    assert cli([*base, *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and message in err
+    assert not (tmp_path / "run").exists()

@@ -65,3 +65,7 @@ class ModelAdapter(abc.ABC):
     @abc.abstractmethod
     def provenance(self) -> dict[str, Any]:
         """Everything needed to reproduce the answers: model id, revision, settings, versions."""
+
+
+class BackendUnavailable(RuntimeError):
+    """A backend failed too many requests in a row (server down, bad key): stop the run; answers so far are kept."""

@@ -13,15 +13,24 @@ import base64
 import io
 import json
 import os
+import re
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import openai
 from PIL import Image
 
-from vignette_bench.eval.adapters.base import ChoiceRequest, ChoiceResult, ModelAdapter, TextRequest, TextResult
+from vignette_bench.eval.adapters.base import (
+    BackendUnavailable,
+    ChoiceRequest,
+    ChoiceResult,
+    ModelAdapter,
+    TextRequest,
+    TextResult,
+)
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 CHOICE_SYSTEM_PROMPT = "Answer with exactly one of the options given, copied word for word."
@@ -54,6 +63,12 @@ class Reply:
     finish_reason: str | None = None
 
 
+def _url_password(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    return urlsplit(url).password or ""
+
+
 def image_to_data_url(image: Image.Image) -> str:
     # PNG is lossless: the server sees exactly the pixels the local adapters see.
     buffer = io.BytesIO()
@@ -61,7 +76,44 @@ def image_to_data_url(image: Image.Image) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def build_messages(prompt: str, image: Image.Image | None, system: str | None = None) -> list[dict[str, Any]]:
+SYSTEM_PLACEMENTS = ("system", "user", "none")
+
+
+def redact(text: str | None, secrets: tuple[str, ...]) -> str | None:
+    """Remove secrets (the API key, bearer tokens a server echoes) from text that will be written out."""
+    if not text:
+        return text
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[REDACTED]")
+    return re.sub(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}", r"\1[REDACTED]", text)
+
+
+def public_url(url: str) -> str:
+    """A base URL without credentials (user:password@) or query string, for provenance and logs."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def build_messages(
+    prompt: str, image: Image.Image | None, system: str | None = None, placement: str = "system"
+) -> list[dict[str, Any]]:
+    """``placement``: "system" sends the system prompt as a system message; "user" folds it into the
+    user turn (Llama-3.2-Vision's template refuses images with a system message); "none" drops it."""
+    if placement not in SYSTEM_PLACEMENTS:
+        raise ValueError(f"system prompt placement must be one of {SYSTEM_PLACEMENTS}, got {placement!r}")
+    if system and placement == "user":
+        prompt = f"{system}\n\n{prompt}"
+    if placement != "system":
+        system = None
+    return _messages(prompt, image, system)
+
+
+def _messages(prompt: str, image: Image.Image | None, system: str | None = None) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
     if image is not None:
         content.append({"type": "image_url", "image_url": {"url": image_to_data_url(image)}})
@@ -136,7 +188,13 @@ class OpenAIAdapter(ModelAdapter):
         choice_max_tokens: int = 64,
         max_tokens_param: str = "max_completion_tokens",
         seed: int | None = None,
+        system_prompt: str = "system",
+        max_consecutive_failures: int = 20,
     ) -> None:
+        if system_prompt not in SYSTEM_PLACEMENTS:
+            raise ValueError(f"system_prompt must be one of {SYSTEM_PLACEMENTS}, got {system_prompt!r}")
+        if max_consecutive_failures < 1:
+            raise ValueError(f"max_consecutive_failures must be at least 1, got {max_consecutive_failures}")
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
@@ -154,10 +212,16 @@ class OpenAIAdapter(ModelAdapter):
         self.choice_max_tokens = choice_max_tokens
         self.max_tokens_param = max_tokens_param
         self.seed = seed
+        self.system_prompt = system_prompt
+        self.max_consecutive_failures = max_consecutive_failures
+        self._failures = 0  # consecutive connection/auth failures, across threads
+        self._failures_lock = threading.Lock()
+        key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        self._secrets = tuple(x for x in (key if key != "EMPTY" else "", _url_password(self.base_url)) if x)
         # The client's own retries are off: ours record how many attempts each answer took.
         self._client = openai.OpenAI(
             base_url=self.base_url,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
+            api_key=key,
             max_retries=0,
             timeout=timeout_s,
         )
@@ -190,15 +254,38 @@ class OpenAIAdapter(ModelAdapter):
             try:
                 response = self._client.chat.completions.with_raw_response.create(**kwargs)
             except (openai.APIConnectionError, openai.APIStatusError) as error:
-                last_error = f"{type(error).__name__}: {error}"
-                raw = error.response.text if isinstance(error, openai.APIStatusError) else ""
+                last_error = redact(f"{type(error).__name__}: {error}", self._secrets) or ""
+                raw = redact(error.response.text, self._secrets) if isinstance(error, openai.APIStatusError) else ""
                 if not _is_retryable(error) or attempt == self.retry.max_retries:
-                    return Reply(None, raw, last_error, attempt + 1)
+                    self._count_failure(error)
+                    return Reply(None, raw or "", last_error, attempt + 1)
                 retry_after = _retry_after_seconds(error) if isinstance(error, openai.APIStatusError) else None
                 time.sleep(self.retry.delay(attempt, retry_after))
                 continue
-            return self._read(response, attempt + 1)
+            with self._failures_lock:
+                self._failures = 0
+            reply = self._read(response, attempt + 1)
+            return replace(
+                reply,
+                content=redact(reply.content, self._secrets),
+                raw=redact(reply.raw, self._secrets) or "",
+                error=redact(reply.error, self._secrets),
+            )
         raise AssertionError("unreachable")  # the loop always returns
+
+    def _count_failure(self, error: Exception) -> None:
+        """A dead server or a bad key fails every request: stop after N in a row (answers so far are kept)."""
+        dead = isinstance(error, openai.APIConnectionError) or (
+            isinstance(error, openai.APIStatusError) and error.status_code in (401, 403)
+        )
+        with self._failures_lock:
+            self._failures = self._failures + 1 if dead else 0
+            if self._failures >= self.max_consecutive_failures:
+                raise BackendUnavailable(
+                    f"{public_url(self.base_url)}: {self._failures} requests in a row failed "
+                    f"({type(error).__name__}); is the server up and the key right? Answers so far are kept: "
+                    "rerun the same command to resume"
+                )
 
     @staticmethod
     def _read(response: Any, attempts: int) -> Reply:
@@ -226,7 +313,7 @@ class OpenAIAdapter(ModelAdapter):
 
     def _choose_one(self, request: ChoiceRequest) -> ChoiceResult:
         reply = self._complete(
-            build_messages(request.prompt, request.image, CHOICE_SYSTEM_PROMPT),
+            build_messages(request.prompt, request.image, CHOICE_SYSTEM_PROMPT, self.system_prompt),
             choice_schema(request.options),
             "choice",
             self.choice_max_tokens,
@@ -266,7 +353,8 @@ class OpenAIAdapter(ModelAdapter):
         return {
             "adapter": "openai",
             "model_id": self.model,
-            "base_url": self.base_url,  # never the key
+            "base_url": public_url(self.base_url),  # never the key, nor credentials in the URL
+            "system_prompt": self.system_prompt,
             "temperature": self.temperature,
             "top_p": self.top_p,
             "structured": self.structured,

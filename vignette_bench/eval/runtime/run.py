@@ -40,7 +40,7 @@ from datasets.distributed import split_dataset_by_node
 from PIL import Image
 from tqdm.auto import tqdm
 
-from vignette_bench.eval.adapters.base import ChoiceRequest, ModelAdapter
+from vignette_bench.eval.adapters.base import BackendUnavailable, ChoiceRequest, ModelAdapter
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.merge import MergeError, merge
 from vignette_bench.eval.runtime.planning import SamplePlan, plan_for_space
@@ -296,11 +296,14 @@ def run(
             f"--paradigms {','.join(settings.paradigms)}: {settings.config} pairs carry none of them; "
             f"they carry {','.join(CONFIG_PARADIGMS[settings.config])}"
         )
-    folder = RunFolder(run_dir).create()
-    run_dir = folder.path
+    if batch_size < 1:
+        raise RunError(f"--batch-size {batch_size}: must be at least 1")
+    # everything that can fail on bad input comes before the run folder exists (no empty folders left)
     adapter = adapter or build_adapter(settings.model, settings.seed, batch_size)
     if source is None:
         source = open_pairs(settings)
+    folder = RunFolder(run_dir).create()
+    run_dir = folder.path
     # the source's taxonomy, copied once: questions (and merge's check) use that copy
     taxonomy = load_taxonomy(folder.keep_taxonomy(source.taxonomy or str(DATA_DIR)))
     builder = QuestionBuilder(taxonomy, settings.seed, settings.paradigms, settings.variants)
@@ -598,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
             prefetch=args.prefetch,
             planning=planning,
         )
-    except (RunError, MergeError, ValueError, LookupError, OSError) as e:
+    except (RunError, MergeError, ValueError, LookupError, OSError, BackendUnavailable) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(json.dumps({**asdict(result), "responses": str(result.responses) if result.responses else None}))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import io
 import json
 import sys
@@ -103,6 +104,43 @@ def choice_options(schema: dict[str, Any] | None) -> tuple[str, ...] | None:
     return tuple(str(option) for option in enum) if isinstance(enum, list) and enum else None
 
 
+def sampling(body: dict[str, Any], choice: bool) -> tuple[float, int]:
+    """The temperature and seed a request asks for, refusing what this server cannot honour."""
+    temperature = body.get("temperature", 0.0)
+    if temperature is None:
+        temperature = 0.0
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature <= 2:
+        raise BadRequest(f"temperature must be a number in [0, 2], got {temperature!r}")
+    if choice and temperature != 0:
+        raise BadRequest(
+            "choice requests are answered deterministically (greedy or by option scores); send temperature 0"
+        )
+    top_p = body.get("top_p")
+    if top_p not in (None, 1, 1.0):
+        raise BadRequest(f"top_p {top_p!r} is not supported (only 1)")
+    seed = body.get("seed", 0)
+    if seed is None:
+        seed = 0
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise BadRequest(f"seed must be a whole number >= 0, got {seed!r}")
+    return float(temperature), seed
+
+
+def seed_everything(seed: int) -> None:
+    import random
+
+    import numpy as np
+
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    try:
+        import torch
+
+        torch.manual_seed(seed)
+    except ImportError:  # a server over a non-torch adapter
+        pass
+
+
 class ChatCompletionsApp:
     """Turns one chat-completions body into one adapter call; the lock keeps one model call at a time."""
 
@@ -120,22 +158,29 @@ class ChatCompletionsApp:
         prompt, image = read_messages(body.get("messages"))
         schema = requested_schema(body)
         options = choice_options(schema)
+        temperature, seed = sampling(body, options is not None)
         request_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        # Adapters seed sampling per question id: derive it from the request and its seed, so the same
+        # request with the same seed gets the same answer, whatever came before.
+        question_id = hashlib.sha256(
+            json.dumps([seed, body.get("messages"), schema], sort_keys=True).encode()
+        ).hexdigest()[:24]
         max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 128)
         with self._lock:
+            seed_everything(seed)  # same request, same seed: same answer
             if options is not None:
-                result = self.adapter.choose([ChoiceRequest(request_id, image, prompt, options)])[0]
+                result = self.adapter.choose([ChoiceRequest(question_id, image, prompt, options)])[0]
                 content = json.dumps({"choice": result.choice}) if result.valid else result.raw
             else:
                 text = self.adapter.generate_text(
                     [
                         TextRequest(
-                            request_id,
+                            question_id,
                             image,
                             prompt,
                             json_schema=schema,
                             max_new_tokens=max_tokens,
-                            temperature=float(body.get("temperature") or 0.0),
+                            temperature=temperature,
                         )
                     ]
                 )[0]
