@@ -6,6 +6,7 @@ import json
 import math
 import shutil
 
+import numpy as np
 import pytest
 import torch
 from PIL import Image
@@ -238,3 +239,52 @@ def test_record_attention_refuses_a_family_without_an_image_layout(tiny_models):
         pytest.skip("vignette_bench.eval.explain.attention maps every tiny family")
     with pytest.raises(AttentionUnavailable, match=unmapped):
         TransformersAdapter(tiny_models[unmapped], record_attention=True)
+
+
+# --- issue 15: a GPU per rank, models beyond one GPU, clean errors for bad specs ----------------------
+
+
+def test_each_rank_takes_its_own_gpu_from_local_rank(monkeypatch) -> None:
+    import torch
+
+    from vignette_bench.eval.adapters.transformers_adapter import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # the mapping rule, not a GPU, is under test
+    assert resolve_device("auto", {"LOCAL_RANK": "3"}) == "cuda:3"
+    assert resolve_device("cuda", {"LOCAL_RANK": "5"}) == "cuda:5"
+    assert resolve_device("cuda:1", {"LOCAL_RANK": "5"}) == "cuda:1"  # an explicit device wins
+    assert resolve_device("auto", {}) == "cuda:0"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto", {"LOCAL_RANK": "3"}) == "cpu"
+    with pytest.raises(ValueError, match=r"device='cuda' but this machine has no CUDA device"):
+        resolve_device("cuda", {})
+
+
+def test_device_map_auto_loads_and_answers_like_a_plain_load(tiny_models) -> None:
+    """device_map='auto' (accelerate) with a memory budget, on CPU: the same scores as a plain load. With one
+    CPU every module lands on it, so the multi-GPU split itself is not exercised here."""
+    plain = TransformersAdapter(tiny_models["llava"], mode="score")
+    mapped = TransformersAdapter(tiny_models["llava"], mode="score", device_map="auto", max_memory="cpu:2GiB")
+    assert mapped.model.device.type == "cpu"
+    qs = questions()[:4]
+    a, b = plain.choose(qs), mapped.choose(qs)
+    assert [r.choice for r in a] == [r.choice for r in b]
+    assert all(np.allclose(x.probabilities, y.probabilities, atol=1e-5) for x, y in zip(a, b))
+    assert mapped.provenance()["device_map"]["strategy"] == "auto"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"dtype": "bf17"}, r"dtype 'bf17': use one of"),
+        ({"device_map": "everywhere"}, r"device_map 'everywhere': use one of"),
+        ({"device_map": "auto", "max_memory": "lots"}, r"max_memory 'lots': expected DEVICE:AMOUNT"),
+    ],
+)
+def test_bad_device_and_dtype_options_are_named(tiny_models, options: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        TransformersAdapter(tiny_models["llava"], **options)
+
+
+def test_dtype_aliases(tiny_models) -> None:
+    assert str(TransformersAdapter(tiny_models["llava"], dtype="fp32").model.dtype) == "torch.float32"

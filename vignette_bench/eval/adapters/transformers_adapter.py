@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import inspect
 import json
+import os
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass
@@ -67,14 +68,57 @@ def image_only_processor(model_type: str) -> type | None:
     return _image_only_processor_class(base)
 
 
+DTYPES = {"auto": "auto", "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
+          "half": "float16", "float32": "float32", "fp32": "float32"}  # fmt: skip
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
+
+
+def resolve_device(device: str, env: dict[str, str] | None = None) -> str:
+    """The torch device of this process: ``auto`` is ``cuda:$LOCAL_RANK`` when CUDA is there, else cpu; a
+    bare ``cuda`` also takes ``LOCAL_RANK``, so under torchrun/accelerate every rank gets its own GPU
+    from one spec string. A CUDA device on a machine without CUDA is refused (not a late traceback)."""
+    import torch
+
+    env = dict(os.environ) if env is None else env
+    rank = int(env.get("LOCAL_RANK", "0") or 0)
+    if device == "auto":
+        return f"cuda:{rank}" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ValueError(f"device={device!r} but this machine has no CUDA device; use device=cpu or auto")
+        if device == "cuda":
+            return f"cuda:{rank}"
+    return device
+
+
+def parse_max_memory(text: str | None) -> dict[Any, str] | None:
+    """``"0:70GiB,1:70GiB,cpu:200GiB"`` -> {0: "70GiB", 1: "70GiB", "cpu": "200GiB"} (device_map's budget)."""
+    if not text:
+        return None
+    out: dict[Any, str] = {}
+    for part in text.split(","):
+        name, sep, amount = part.partition(":")
+        if not sep or not amount.strip():
+            raise ValueError(f"max_memory {text!r}: expected DEVICE:AMOUNT pairs, e.g. 0:70GiB,cpu:200GiB")
+        name = name.strip()
+        out[int(name) if name.isdigit() else name] = amount.strip()
+    return out
+
+
 def load_model_and_processor(
     model_id_or_path: str,
     revision: str | None = None,
     dtype: str = "auto",
     device: str = "cpu",
     attn_implementation: str | None = None,
+    device_map: str | None = None,
+    max_memory: str | None = None,
 ) -> tuple[Any, Any]:
-    """AutoModelForImageTextToText + AutoProcessor, with errors that say what to do."""
+    """AutoModelForImageTextToText + AutoProcessor, with errors that say what to do.
+
+    ``device_map`` (auto | balanced | balanced_low_0 | sequential, with an optional ``max_memory``
+    budget) spreads a model larger than one GPU over the visible devices (accelerate); then
+    ``device`` is not used and inputs go to the model's first device."""
     import transformers
     from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
 
@@ -106,9 +150,19 @@ def load_model_and_processor(
             f"{model_id_or_path!r} has no multimodal processor (AutoProcessor gave "
             f"{type(processor).__name__}); this adapter needs an image-text-to-text model"
         )
-    kwargs: dict[str, Any] = {"revision": revision, "dtype": dtype}
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype {dtype!r}: use one of {sorted(DTYPES)}")
+    kwargs: dict[str, Any] = {"revision": revision, "dtype": DTYPES[dtype]}
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
+    if device_map is not None:
+        if device_map not in DEVICE_MAPS:
+            raise ValueError(f"device_map {device_map!r}: use one of {DEVICE_MAPS}")
+        kwargs["device_map"] = device_map
+        if max_memory:
+            kwargs["max_memory"] = parse_max_memory(max_memory)
+    else:
+        device = resolve_device(device)
     try:
         model = AutoModelForImageTextToText.from_pretrained(model_id_or_path, **kwargs)
     except ValueError as e:
@@ -116,7 +170,7 @@ def load_model_and_processor(
             f"{model_id_or_path!r} ({config.model_type}) is not an image-text-to-text model that "
             f"AutoModelForImageTextToText can load: {e}"
         ) from e
-    return model.to(device).eval(), processor
+    return (model if device_map is not None else model.to(device)).eval(), processor
 
 
 def chat_template_of(processor: Any) -> str:
@@ -193,6 +247,8 @@ class TransformersAdapter(ModelAdapter):
         chat_template: str | None = None,
         record_attention: bool = False,
         attn_implementation: str | None = None,
+        device_map: str | None = None,
+        max_memory: str | None = None,
     ) -> None:
         if mode not in ("score", "generate"):
             raise ValueError(f"mode must be 'score' or 'generate', got {mode!r}")
@@ -215,9 +271,11 @@ class TransformersAdapter(ModelAdapter):
         self.share_image = share_image
         self.score_norm = score_norm
         self.record_attention = record_attention
+        self.device_map, self.max_memory = device_map, max_memory
         self.model, self.processor = load_model_and_processor(
-            self.model_id, revision, dtype, device, attn_implementation
+            self.model_id, revision, dtype, device, attn_implementation, device_map, max_memory
         )
+        self.device = str(self.model.device) if device_map is None else f"device_map={device_map}"
         if chat_template is not None:
             self.processor.chat_template = chat_template
         self.chat_template = chat_template_of(self.processor)
@@ -284,6 +342,13 @@ class TransformersAdapter(ModelAdapter):
             "mode": self.mode,
             "dtype": str(self.model.dtype),
             "device": self.device,
+            "device_map": None
+            if self.device_map is None
+            else {
+                "strategy": self.device_map,
+                "max_memory": self.max_memory,
+                "placement": {k: str(v) for k, v in (getattr(self.model, "hf_device_map", None) or {}).items()},
+            },
             "batch_size": self.batch_size,
             "seed": self.seed,
             "temperature": self.temperature if self.mode == "generate" else None,
