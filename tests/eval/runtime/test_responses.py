@@ -22,7 +22,8 @@ def test_docs_table_is_the_generated_one():
 
 
 def test_schema_is_the_one_merge_has_always_written():
-    # the columns and types merge wrote before the field list existed: the on-disk format is unchanged
+    # the columns and types merge wrote before the field list existed, then the API/score provenance columns
+    # appended at the end (issue 15); older files read with them null (with_response_columns)
     s, ss = pa.string(), pa.list_(pa.string())
     assert RESPONSE_SCHEMA == pa.schema(
         [
@@ -60,6 +61,9 @@ def test_schema_is_the_one_merge_has_always_written():
             ("correct", pa.bool_()),
             ("seed", pa.int64()),
             ("model_id", s),
+            ("option_logprobs", pa.list_(pa.float64())),
+            ("attempts", pa.int64()),
+            ("server_model", s),
         ]
     )
     assert [f.name for f in RESPONSE_FIELDS] == list(RESPONSE_COLUMNS) == RESPONSE_SCHEMA.names

@@ -120,7 +120,7 @@ def test_run_writes_schema_provenance_and_resumes_as_noop(source, tmp_path):
     assert table(tmp_path).equals(t)
     with pytest.raises(RunError, match="other settings"):
         run(settings(source, seed=6), tmp_path, progress=False)
-    with pytest.raises(RunError, match="answers in this folder come from"):
+    with pytest.raises(RunError, match="resuming would mix answers of two setups"):
         run(settings(source, sample=4, model="random:seed=9"), tmp_path, progress=False)
     # a spec change that does not change answers (here: latency) resumes
     assert run(settings(source, sample=4, model="random:delay=0.001"), tmp_path, progress=False).skipped == t.num_rows
@@ -329,3 +329,27 @@ def test_log_tail_is_found_past_long_torn_writes(tmp_path):
         assert writer.repaired_bytes == 200_000 + 29
         writer.append([{"question_id": "c", "pair_id": "p"}])
     assert [r["question_id"] for r in iter_part(log)] == ["a", "b", "c"] and tail_state(log)[1] is False
+
+
+def test_resume_refuses_a_changed_chat_template_or_weights_rewritten_in_place(source, tmp_path):
+    """Issue 15: the chat template digest and a weights digest are part of what a resume must match."""
+    import shutil
+
+    from vignette_bench.eval.adapters.tiny import build_tiny_vlm
+
+    model = build_tiny_vlm("llava", tmp_path / "model")
+    spec = f"hf:{model}?mode=score"
+    out = tmp_path / "run"
+    run(settings(source, sample=2, model=spec), out, progress=False)
+    template = next(p for p in (model / "chat_template.jinja", model / "chat_template.json") if p.exists())
+    saved = template.read_bytes()
+    template.write_bytes(saved.replace(b"USER", b"HUMAN") if b"USER" in saved else saved + b" ")
+    with pytest.raises(RunError, match=r"resuming would mix answers of two setups \(chat_template_sha256: "):
+        run(settings(source, sample=2, model=spec), out, progress=False)
+    template.write_bytes(saved)
+    weights = next(model.glob("*.safetensors"))
+    shutil.copyfile(weights, tmp_path / "w")
+    weights.unlink()
+    shutil.copyfile(tmp_path / "w", weights)  # same bytes, rewritten: a new file, as after a re-download
+    with pytest.raises(RunError, match=r"weights_digest: 'local:"):
+        run(settings(source, sample=2, model=spec), out, progress=False)

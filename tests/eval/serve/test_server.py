@@ -396,3 +396,23 @@ def test_bad_runner_input_exits_2_and_leaves_no_folder(tmp_path, capsys, args: l
     err = capsys.readouterr().err
     assert err.startswith("error:") and message in err
     assert not (tmp_path / "run").exists()
+
+
+def test_responses_keep_attempts_server_model_and_option_logprobs(tmp_path) -> None:
+    import pandas as pd
+
+    from vignette_bench.cli import main as cli
+    from vignette_bench.dataset_builder.sample import build_sample
+
+    src = build_sample(tmp_path / "src", size=32, identities=("muslim", "hindu"), activities=("cooking",))
+    base = ["run", "--source", str(src), "--config", "identity_contrast", "--no-progress"]
+    with ChatServer(SchemaFixtureAdapter(), served_model="fixture-served") as server:
+        spec = f"openai:asked-name@{server.base_url}?max_retries=0"
+        assert cli([*base, "--model", spec, "--out", str(tmp_path / "api")]) == 0
+    api = pd.read_parquet(tmp_path / "api" / "responses.parquet")
+    assert (api["attempts"] == 1).all() and (api["server_model"] == "fixture-served").all()
+    assert cli([*base, "--model", "tiny:llava?mode=score", "--out", str(tmp_path / "tiny")]) == 0
+    tiny = pd.read_parquet(tmp_path / "tiny" / "responses.parquet")
+    valid = tiny[tiny["valid"]]
+    assert len(valid) and all(len(lp) == len(o) for lp, o in zip(valid["option_logprobs"], valid["options"]))
+    assert tiny["attempts"].isna().all()

@@ -173,6 +173,24 @@ def load_model_and_processor(
     return (model if device_map is not None else model.to(device)).eval(), processor
 
 
+def weights_digest(model_id_or_path: str) -> str | None:
+    """A cheap fingerprint of local weights: sha256 over each weight file's name, size, mtime and its
+    first 64 KiB (a safetensors header lists every tensor's dtype, shape and offsets). It changes when
+    a file is replaced or rewritten; an edit that keeps size, mtime and header is not seen (hashing
+    whole multi-GB files on every session would cost minutes). None for a Hub id (the commit pins it)."""
+    folder = Path(model_id_or_path)
+    if not folder.is_dir():
+        return None
+    h = hashlib.sha256()
+    for f in sorted(folder.glob("*")):
+        if f.suffix in (".safetensors", ".bin", ".pt", ".pth") and f.is_file():
+            st = f.stat()
+            h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+            with open(f, "rb") as fh:
+                h.update(fh.read(65536))
+    return "local:" + h.hexdigest()[:16]
+
+
 def chat_template_of(processor: Any) -> str:
     template = getattr(processor, "chat_template", None) or getattr(processor.tokenizer, "chat_template", None)
     if not template:
@@ -365,6 +383,7 @@ class TransformersAdapter(ModelAdapter):
             "score_norm": self.score_norm if self.mode == "score" else None,
             "share_image": self.share_image,
             "chat_template_sha256": hashlib.sha256(self.chat_template.encode()).hexdigest(),
+            "weights_digest": weights_digest(self.model_id),
             "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
             "versions": {
                 "transformers": transformers.__version__,

@@ -427,6 +427,10 @@ def simulate(spec: SimSpec) -> pd.DataFrame:
         "correct": correct,
         "seed": np.full(n, spec.seed, dtype=np.int64),
         "model_id": np.full(n, spec.model_id, dtype=object),
+        # the simulator has no tokens and no API: probabilities (score mode) stand for the answers
+        "option_logprobs": np.full(n, None, dtype=object),
+        "attempts": np.full(n, None, dtype=object),
+        "server_model": np.full(n, None, dtype=object),
     }
     return pd.DataFrame({c: columns[c] for c in RESPONSE_COLUMNS}, columns=list(RESPONSE_COLUMNS))
 

@@ -286,6 +286,9 @@ class Question:
             "correct": None if not self.answer or not valid else choice == self.answer,
             "seed": self.seed,
             "model_id": model_id,
+            "option_logprobs": result.extras.get("option_logprobs"),
+            "attempts": result.extras.get("attempts"),
+            "server_model": result.extras.get("server_model"),
             # attention record (eval.attention) when the adapter recorded one; absent otherwise
             **{k: v for k, v in result.extras.items() if k.startswith("attn_")},
         }

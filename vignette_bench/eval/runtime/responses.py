@@ -80,6 +80,13 @@ RESPONSE_FIELDS: tuple[ResponseField, ...] = (
     F("correct", "bool", "factuality: whether the answer is right; null elsewhere and when invalid"),
     F("seed", "int64", "seed of this question's option order (shared by its wording variants)"),
     F("model_id", "string", "the model that answered"),
+    F(
+        "option_logprobs",
+        "list<float64>",
+        "score mode: the summed log-probability of each option's tokens (before normalising); null otherwise",
+    ),
+    F("attempts", "int64", "API backends: requests it took (retries + 1); null for local models"),
+    F("server_model", "string", "API backends: the model name the server answered with; null otherwise"),
 )
 del F
 

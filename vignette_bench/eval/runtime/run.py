@@ -57,9 +57,12 @@ from vignette_bench.eval.runtime.record import ORDERS, DatasetProvenance, ModelP
 from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
 
 # Adapter provenance keys that change the answers: a resumed run must keep them.
+# What decides the answers: a resume that would change any of them is refused with what differs
+# (batch size, device and concurrency may change between sessions; they do not change answers).
 ANSWER_KEYS = (
     "model_id",
     "model_revision",
+    "revision",
     "adapter",
     "mode",
     "temperature",
@@ -68,6 +71,14 @@ ANSWER_KEYS = (
     "seed",
     "sampling",
     "dtype",
+    "chat_template_sha256",
+    "weights_digest",
+    "max_new_tokens",
+    "base_url",
+    "structured",
+    "choice_max_tokens",
+    "system_prompt",
+    "choice_system_prompt",
 )
 PAIR_COLUMNS = (
     "pair_id",
@@ -240,10 +251,14 @@ def _check_or_write_record(folder: RunFolder, record: RunRecord) -> None:
             f"{path}: the questions' wording changed since this run started (template hash "
             f"{old.template_hash} != {record.template_hash}); finish it with the old code or use another --out"
         )
-    before, now = ({k: m.get(k) for k in ANSWER_KEYS} for m in (old.model.to_json(), record.model.to_json()))
+    recorded = old.model.to_json()
+    keys = [k for k in ANSWER_KEYS if k in recorded]  # what an older record did not note cannot be compared
+    before, now = ({k: m.get(k) for k in keys} for m in (recorded, record.model.to_json()))
     if before != now:
+        differs = "; ".join(f"{k}: {before[k]!r} -> {now[k]!r}" for k in keys if before[k] != now[k])
         raise RunError(
-            f"{path}: answers in this folder come from {before}, this session would give {now}; use another --out"
+            f"{path}: resuming would mix answers of two setups ({differs}); resume with the same model and "
+            "settings, or use another --out"
         )
 
 
