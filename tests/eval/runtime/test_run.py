@@ -353,3 +353,16 @@ def test_resume_refuses_a_changed_chat_template_or_weights_rewritten_in_place(so
     shutil.copyfile(tmp_path / "w", weights)  # same bytes, rewritten: a new file, as after a re-download
     with pytest.raises(RunError, match=r"weights_digest: 'local:"):
         run(settings(source, sample=2, model=spec), out, progress=False)
+
+
+def test_a_second_process_on_the_same_shard_is_refused(tmp_path):
+    """Issue 15: two processes on one shard both answered (1312 of 1440 asked twice); now the part is
+    locked while a writer holds it, and released on close (or when a killed process dies)."""
+    from vignette_bench.eval.runtime.runlog import PartWriter, ShardBusy
+
+    path = tmp_path / "log" / "part-00000.jsonl"
+    first = PartWriter(path)
+    with pytest.raises(ShardBusy, match=r"another process is answering this shard now"):
+        PartWriter(path)
+    first.close()
+    PartWriter(path).close()  # free again

@@ -54,6 +54,7 @@ from vignette_bench.eval.runtime.questions import (
     template_hash,
 )
 from vignette_bench.eval.runtime.record import ORDERS, DatasetProvenance, ModelProvenance, RunRecord, RunSettings
+from vignette_bench.eval.runtime.runlog import ShardBusy
 from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
 
 # Adapter provenance keys that change the answers: a resumed run must keep them.
@@ -616,7 +617,7 @@ def main(argv: list[str] | None = None) -> int:
             prefetch=args.prefetch,
             planning=planning,
         )
-    except (RunError, MergeError, ValueError, LookupError, OSError, BackendUnavailable) as e:
+    except (RunError, MergeError, ValueError, LookupError, OSError, BackendUnavailable, ShardBusy) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(json.dumps({**asdict(result), "responses": str(result.responses) if result.responses else None}))

@@ -9,6 +9,7 @@ A broken line anywhere else is corruption and stops the run with the file and li
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -68,12 +69,27 @@ def scan_part(path: Path) -> PartScan:
     return PartScan(list(iter_part(path)), good, torn)
 
 
+class ShardBusy(RuntimeError):
+    """Another live process holds this shard's part."""
+
+
 class PartWriter:
     """Appends batches of rows to one part durably; repairs a torn last line on open."""
 
     def __init__(self, path: Path):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
+        # One process per part: a second one on the same shard would answer the same questions again.
+        # The OS drops the lock when the process dies, so a killed run never blocks its own resume.
+        self._lock = open(path.with_name(path.name + ".lock"), "a+")
+        try:
+            fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            raise ShardBusy(
+                f"{path}: another process is answering this shard now; wait for it, or give this one another "
+                "--shard or --out"
+            ) from None
         self.repaired_bytes = 0
         if path.exists():
             good, torn = tail_state(path)
@@ -95,6 +111,7 @@ class PartWriter:
 
     def close(self) -> None:
         self._file.close()
+        self._lock.close()  # releases the shard
 
     def __enter__(self) -> PartWriter:
         return self
