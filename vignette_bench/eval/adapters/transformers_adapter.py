@@ -224,7 +224,16 @@ def split_prompt(processor: Any, prompt: str, has_image: bool) -> SplitPrompt:
     cut = text.rfind(prompt)
     if cut < 0:  # the template rewrote the text: nothing to share, the whole prompt is the prefix
         return SplitPrompt(text, "")
-    return SplitPrompt(text[:cut], text[cut:])
+    # The prefix is encoded on its own: cut only where the whole string's tokens start with the prefix's,
+    # else the model would be scored on tokens it never sees ("USER: " + "An" is [..., 'Ġ', 'An'] apart but
+    # [..., 'ĠAn'] whole). Trailing whitespace moves to the suffix; if that does not help, nothing is shared.
+    tok = processor.tokenizer
+    whole = tok(text, add_special_tokens=False)["input_ids"]
+    for c in (cut, len(text[:cut].rstrip())):
+        head = tok(text[:c], add_special_tokens=False)["input_ids"]
+        if whole[: len(head)] == head:
+            return SplitPrompt(text[:c], text[c:])
+    return SplitPrompt(text, "")
 
 
 # ----------------------------------------------------------------------------------- scoring
@@ -456,15 +465,16 @@ class TransformersAdapter(ModelAdapter):
             )
             row_of_group = {g: k for k, g in enumerate(g_ids)}
             q_ids = [i for i in range(len(batch)) if group_of[i] in row_of_group]
-            # Level 2: each question's text after its image prefix.
-            suffix_ids = [self.tokenizer(prompts[i].suffix, add_special_tokens=False)["input_ids"] for i in q_ids]
+            # Level 2: each question's text after its image prefix, tokenized as it is inside the whole string.
+            suffix_ids = [self._continuation_ids(prompts[i].prefix, prompts[i].suffix) for i in q_ids]
             level2 = self._extend(level1, torch.tensor([row_of_group[group_of[i]] for i in q_ids]), suffix_ids)
             # Level 3: all options of all questions as continuations, in one forward.
             parents, opt_ids, owners = [], [], []
             for k, i in enumerate(q_ids):
+                context = prompts[i].prefix + prompts[i].suffix
                 for o in batch[i].options:
                     parents.append(k)
-                    opt_ids.append(self.tokenizer(o, add_special_tokens=False)["input_ids"])
+                    opt_ids.append(self._continuation_ids(context, o))
                     owners.append(i)
             first = level2.last_logprobs[torch.tensor(parents)]
             first_lp = first.gather(1, torch.tensor([ids[0] for ids in opt_ids], device=first.device)[:, None])[:, 0]
@@ -474,6 +484,17 @@ class TransformersAdapter(ModelAdapter):
                 total = lp0 + sum(lps)
                 out.setdefault(i, []).append(total / len(ids) if self.score_norm == "mean" else total)
         return {k: out[k] for k in range(len(batch))}
+
+    def _continuation_ids(self, context: str, continuation: str) -> list[int]:
+        """The tokens ``continuation`` has at the end of ``context + continuation`` tokenized as ONE string
+        (what the model would see), not tokenized apart: BPE may merge across the boundary (``': An'`` is
+        ``[':', 'ĠAn']`` in context but ``['An']`` alone). When the whole string's tokens do not start with
+        the context's (a merge reaches back into the context), the parts are kept apart as before."""
+        ctx = self.tokenizer(context, add_special_tokens=False)["input_ids"]
+        full = self.tokenizer(context + continuation, add_special_tokens=False)["input_ids"]
+        if full[: len(ctx)] == ctx and len(full) > len(ctx):
+            return full[len(ctx) :]
+        return self.tokenizer(continuation, add_special_tokens=False)["input_ids"]
 
     def _to_device(self, enc: Any) -> Any:
         enc = enc.to(self.model.device)
@@ -574,8 +595,8 @@ class TransformersAdapter(ModelAdapter):
         p = split_prompt(self.processor, request.prompt, request.image is not None)
         images = [[request.image]] if request.image is not None else None
         enc = self.processor(text=[p.prefix], images=images, return_tensors="pt")
-        suffix = self.tokenizer(p.suffix, add_special_tokens=False)["input_ids"]
-        answer_ids = self.tokenizer(answer, add_special_tokens=False)["input_ids"]
+        suffix = self._continuation_ids(p.prefix, p.suffix) if p.suffix else []
+        answer_ids = self._continuation_ids(p.prefix + p.suffix, answer)
         extra = torch.tensor([suffix + answer_ids])
         n = extra.shape[1]
         answer_start = enc["input_ids"].shape[1] + len(suffix)
