@@ -85,6 +85,46 @@ def test_score_mode_does_not_depend_on_batching_or_image_sharing(tiny_models, fa
         assert x.probabilities == pytest.approx(z.probabilities, abs=1e-5)
 
 
+def _cache_rows_seen(a: TransformersAdapter, qs: list[ChoiceRequest]) -> list[int]:
+    """The batch size of the KV cache each forward of `a.choose(qs)` continues (0: no cache yet)."""
+    seen: list[int] = []
+
+    def hook(module, args, kwargs):
+        kv = kwargs.get("past_key_values")
+        keys = [layer.keys for layer in getattr(kv, "layers", []) if getattr(layer, "keys", None) is not None]
+        seen.append(max((int(k.shape[0]) for k in keys if k.numel()), default=0))
+
+    handle = a.model.register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        a.choose(qs)
+    finally:
+        handle.remove()
+    return seen
+
+
+@pytest.mark.parametrize("family", ["llava", "qwen2_5_vl", "mllama", "idefics3"])
+def test_options_share_the_question_cache_without_copies(tiny_models, family):
+    """Issue 15: options are scored against each question's cache rows in place (one forward per option
+    position, undone after), never against a copy per option; `option_rows` bounds the rows per forward
+    and changes no score."""
+    qs = questions()
+    a = adapter(tiny_models, family, mode="score", batch_size=4)
+    rows = _cache_rows_seen(a, qs)
+    questions_with_image = sum(q.image is not None for q in qs)
+    # Image prefixes, then question rows; never one row per option (9 options in these 4 questions).
+    assert max(rows) <= questions_with_image < sum(len(q.options) for q in qs)
+    one = adapter(tiny_models, family, mode="score", batch_size=4, option_rows=1)
+    assert max(r for r in _cache_rows_seen(one, qs)[1:] if r) <= questions_with_image
+    for x, y, q in zip(a.choose(qs), one.choose(qs), qs):
+        assert x.extras["option_logprobs"] == pytest.approx(y.extras["option_logprobs"], abs=1e-5)
+        assert y.extras["option_logprobs"] == pytest.approx(reference_logprobs(one, q), abs=1e-4)
+
+
+def test_option_rows_must_be_positive(tiny_models):
+    with pytest.raises(ValueError, match="option_rows must be at least 1"):
+        TransformersAdapter(tiny_models["llava"], option_rows=0)
+
+
 def test_mean_norm_divides_by_option_length(tiny_models):
     qs = questions()[:1]
     total = adapter(tiny_models, "llava").choose(qs)[0].extras["option_logprobs"]
@@ -323,3 +363,44 @@ def test_score_mode_equals_a_whole_string_forward_for_text_and_image_prompts(tin
                 assert got == pytest.approx(want, abs=1e-4), (q.question_id, family)
                 checked += 1
     assert checked >= 8  # text (q4) and image questions alike
+
+
+@pytest.mark.parametrize(
+    ("spec", "env", "message"),
+    [
+        ("vllm:org/model?tensor_parallel_size=0", {}, "tensor_parallel_size must be a whole number >= 1"),
+        ("vllm:org/model?tensor_parallel_size=4", {"CUDA_VISIBLE_DEVICES": "0,1"}, "shows 2 GPU"),
+        ("vllm:org/model", {"WORLD_SIZE": "8", "RANK": "3", "LOCAL_RANK": "3"}, "cannot run under torchrun"),
+    ],
+)
+def test_vllm_launch_settings_are_refused_before_vllm_is_needed(monkeypatch, spec, env, message) -> None:
+    """Issue 15: tensor parallelism is vLLM's own workers; a bad group size or a torchrun launch (every rank
+    an engine on the same GPUs) is named on any machine, before vLLM is imported."""
+    for key in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "CUDA_VISIBLE_DEVICES"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(ValueError, match=message):
+        build_adapter(spec)
+
+
+def test_templates_that_write_a_date_get_a_fixed_recorded_one(tiny_models):
+    """Issue 15: Llama-3.x templates put today's date into the prompt unless given one; every prompt gets
+    CHAT_DATE instead, and the run record keeps it (a resume under another date would be refused)."""
+    import datetime
+
+    from vignette_bench.eval.adapters.transformers_adapter import CHAT_DATE, split_prompt
+    from vignette_bench.eval.runtime.run import ANSWER_KEYS
+
+    template = (
+        "{% if date_string is not defined %}{% set date_string = strftime_now('%d %b %Y') %}{% endif %}"
+        "Today Date: {{ date_string }}\n{% for m in messages %}{% for c in m['content'] %}"
+        "{% if c['type'] == 'text' %}{{ c['text'] }}{% else %}<|image|>{% endif %}{% endfor %}{% endfor %}\nAnswer:"
+    )
+    a = TransformersAdapter(tiny_models["mllama"], chat_template=template)
+    today = datetime.date.today().strftime("%d %b %Y")
+    for has_image in (True, False):
+        p = split_prompt(a.processor, "Who is cooking?", has_image)
+        assert f"Today Date: {CHAT_DATE}" in p.prefix + p.suffix and (today == CHAT_DATE or today not in p.prefix)
+    assert a.provenance()["chat_date"] == CHAT_DATE and "chat_date" in ANSWER_KEYS
+    assert a.choose(questions()[:1])[0].valid

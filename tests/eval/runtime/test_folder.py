@@ -116,3 +116,38 @@ def test_a_version_1_run_folder_reads_as_the_rule_order_and_resumes_with_it(sour
     args = ["--source", source, "--config", "portraits", "--model", "random", "--seed", "2", "--sample", "2"]
     assert run_main([*args, "--image-size", "96x48", "--out", str(tmp_path), "--no-progress"]) == 0  # no --orders
     assert f.read_responses().num_rows == first.asked and json.loads(f.record_path.read_text())["schema_version"] == 1
+
+
+def test_stale_temporaries_of_dead_processes_are_removed_and_live_ones_kept(tmp_path):
+    """Issue 15: a killed writer's temp files (and the taxonomy temp folder) go at the next session; a live
+    process's, another host's (shared file systems) and unrelated dot files stay."""
+    import os
+    import subprocess
+    import sys
+
+    from vignette_bench.eval.runtime.folder import _writer, atomic_write
+
+    folder = RunFolder(tmp_path / "run").create()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    host = _writer().rsplit("-", 1)[0]
+    stale = [
+        folder.path / f".run.json.{host}-{dead_pid}.0123abcd.tmp",
+        folder.log_dir / f".sessions.jsonl.{host}-{dead_pid}.89abcdef.tmp",
+    ]
+    stale_dir = folder.path / f".taxonomy.{host}-{dead_pid}.tmp"
+    kept = [
+        folder.path / f".plan.parquet.{host}-{os.getpid()}.0123abcd.tmp",  # this (live) process
+        folder.path / f".plan.parquet.otherhost-{dead_pid}.0123abcd.tmp",  # another machine's writer
+        folder.path / ".notes.tmp",  # not ours
+    ]
+    for p in stale + kept:
+        p.write_text("x")
+    stale_dir.mkdir()
+    (stale_dir / "identities.csv").write_text("x")
+    assert sorted(folder.remove_stale_temporaries()) == sorted([*stale, stale_dir])
+    assert all(p.exists() for p in kept) and not any(p.exists() for p in stale) and not stale_dir.exists()
+    # the names atomic_write uses are the ones recognised
+    seen = []
+    atomic_write(folder.path / "x.txt", lambda tmp: (seen.append(tmp.name), tmp.write_text("1")))
+    assert seen[0].startswith(f".x.txt.{_writer()}.") and seen[0].endswith(".tmp")

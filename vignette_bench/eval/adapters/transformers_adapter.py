@@ -3,8 +3,10 @@
 * ``score``: the log-likelihood of each option as the continuation of the chat prompt, softmaxed
   over the options. Prompts are split where questions diverge: [chat header + image] is encoded
   once per distinct image (``share_image``), each question's text is appended to a copy of that
-  KV cache, and all options of a question are scored as continuations of the question's cache in
-  one batched forward. The image is thus encoded once for all its questions.
+  KV cache, and the options are scored as continuations of the question's cache with no copy of it:
+  one forward per option position (the first options of all questions, then the second ones, ...),
+  each appending to the shared cache and then putting it back (``_scratch_rows``). The image is thus
+  encoded once for all its questions, and the cache is held once per question, not once per option.
 * ``generate``: outlines 1.x constrains decoding to the options (a ``Literal`` output type). The
   sampling (temperature / top-p, the paper's 0.7 / 0.95) is done per question with its own seed,
   so an answer does not depend on which other questions shared its batch.
@@ -216,11 +218,26 @@ class SplitPrompt:
     suffix: str
 
 
-def split_prompt(processor: Any, prompt: str, has_image: bool) -> SplitPrompt:
+# Llama-3.x templates write a date into the system header ("Today Date: ..."), today's unless told:
+# the prompt would change from day to day. Every prompt gets this fixed date (Llama's own fallback) and
+# the run record keeps it.
+CHAT_DATE = "26 Jul 2024"
+
+
+def chat_prompt(processor: Any, prompt: str, has_image: bool) -> str:
+    """One user turn (image placeholder first, as the VIGNETTE prompts have it) in the model's chat template."""
     content = ([{"type": "image"}] if has_image else []) + [{"type": "text", "text": prompt}]
-    text = processor.apply_chat_template(
-        [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False
+    # only a template that reads the variable gets it (transformers takes any other keyword for the processor)
+    dated = {"date_string": CHAT_DATE} if "date_string" in chat_template_of(processor) else {}
+    return str(
+        processor.apply_chat_template(
+            [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False, **dated
+        )
     )
+
+
+def split_prompt(processor: Any, prompt: str, has_image: bool) -> SplitPrompt:
+    text = chat_prompt(processor, prompt, has_image)
     cut = text.rfind(prompt)
     if cut < 0:  # the template rewrote the text: nothing to share, the whole prompt is the prefix
         return SplitPrompt(text, "")
@@ -250,6 +267,39 @@ class _Cache:
     xmask: Any  # Mllama: (rows, 1, images, tiles) cross-attention row for text after the image; else None
 
 
+# Layer types whose `update` replaces its tensors (torch.cat) instead of writing into them: for these,
+# keeping the old tensor references is enough to undo a forward. Anything else takes the copying path.
+_SCRATCH_SAFE_LAYERS = ("DynamicLayer", "DynamicSlidingWindowLayer")
+
+
+def _scratch_safe(kv: Any) -> bool:
+    layers = list(getattr(kv, "layers", None) or [])
+    return bool(layers) and all(type(layer).__name__ in _SCRATCH_SAFE_LAYERS for layer in layers)
+
+
+@contextlib.contextmanager
+def _scratch_rows(kv: Any, rows: slice) -> Any:
+    """Let forwards append to rows `rows` of `kv`, then put `kv` back exactly as it was.
+
+    A row slice of a layer's tensors is a view, and dynamic layers grow by concatenation into new
+    tensors, so no copy of the shared prefix is kept beyond the forward itself: the cache is held once
+    per question however many options are scored against it."""
+    import torch
+
+    saved = [dict(vars(layer)) for layer in kv.layers]
+    for layer in kv.layers:
+        for name in ("keys", "values"):
+            t = getattr(layer, name, None)
+            if torch.is_tensor(t) and t.dim() == 4 and t.numel():
+                setattr(layer, name, t[rows])
+    try:
+        yield kv
+    finally:
+        for layer, state in zip(kv.layers, saved):
+            layer.__dict__.clear()
+            layer.__dict__.update(state)
+
+
 def _seq_seed(seed: int, key: str) -> int:
     return zlib.crc32(f"{seed}:{key}".encode()) & 0x7FFFFFFF
 
@@ -276,6 +326,7 @@ class TransformersAdapter(ModelAdapter):
         attn_implementation: str | None = None,
         device_map: str | None = None,
         max_memory: str | None = None,
+        option_rows: int | None = None,
     ) -> None:
         if mode not in ("score", "generate"):
             raise ValueError(f"mode must be 'score' or 'generate', got {mode!r}")
@@ -283,6 +334,8 @@ class TransformersAdapter(ModelAdapter):
             raise ValueError(f"score_norm must be 'sum' or 'mean', got {score_norm!r}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if option_rows is not None and option_rows < 1:
+            raise ValueError(f"option_rows must be at least 1 (questions per option forward), got {option_rows}")
         if record_attention:
             attn_implementation = "eager"  # fused kernels never materialise attention weights
         self.model_id = str(model_id_or_path)
@@ -297,6 +350,7 @@ class TransformersAdapter(ModelAdapter):
         self.max_new_tokens = max_new_tokens
         self.share_image = share_image
         self.score_norm = score_norm
+        self.option_rows = option_rows
         self.record_attention = record_attention
         self.device_map, self.max_memory = device_map, max_memory
         self.model, self.processor = load_model_and_processor(
@@ -391,7 +445,9 @@ class TransformersAdapter(ModelAdapter):
             "max_new_tokens": self.max_new_tokens,
             "score_norm": self.score_norm if self.mode == "score" else None,
             "share_image": self.share_image,
+            "option_rows": self.option_rows if self.mode == "score" else None,
             "chat_template_sha256": hashlib.sha256(self.chat_template.encode()).hexdigest(),
+            "chat_date": CHAT_DATE,
             "weights_digest": weights_digest(self.model_id),
             "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
             "versions": {
@@ -478,12 +534,52 @@ class TransformersAdapter(ModelAdapter):
                     owners.append(i)
             first = level2.last_logprobs[torch.tensor(parents)]
             first_lp = first.gather(1, torch.tensor([ids[0] for ids in opt_ids], device=first.device)[:, None])[:, 0]
-            rest = [ids[:-1] for ids in opt_ids]  # the last token predicts nothing we need
-            level3_lp = self._continuation_logprobs(level2, torch.tensor(parents), rest, [ids[1:] for ids in opt_ids])
+            level3_lp = self._options_logprobs(level2, parents, opt_ids)
             for i, ids, lp0, lps in zip(owners, opt_ids, first_lp.tolist(), level3_lp):
                 total = lp0 + sum(lps)
                 out.setdefault(i, []).append(total / len(ids) if self.score_norm == "mean" else total)
         return {k: out[k] for k in range(len(batch))}
+
+    def _options_logprobs(self, cache: _Cache, parents: list[int], opt_ids: list[list[int]]) -> list[list[float]]:
+        """log p of each option's tokens after its first, option row r continuing question row parents[r].
+
+        Shared path: one forward per option position over (at most `option_rows`) question rows, each
+        on the question's own cache rows and undone afterwards, so no question's cache is copied per
+        option. Caches whose layers write in place (static, quantized) take the copying path."""
+        import torch
+
+        inputs = [ids[:-1] for ids in opt_ids]  # the last token predicts nothing we need
+        targets = [ids[1:] for ids in opt_ids]
+        if not _scratch_safe(cache.kv):
+            return self._continuation_logprobs(cache, torch.tensor(parents), inputs, targets)
+        by_question: dict[int, list[int]] = defaultdict(list)
+        for r, q in enumerate(parents):
+            by_question[q].append(r)
+        n_questions = int(cache.mask.shape[0])
+        step = self.option_rows or n_questions
+        out: list[list[float]] = [[] for _ in opt_ids]
+        for start in range(0, n_questions, step):
+            rows = slice(start, min(n_questions, start + step))
+            questions = range(rows.start, rows.stop)
+            part = _Cache(cache.kv, cache.mask[rows], cache.next_pos[rows], cache.last_logprobs[rows], None)
+            if cache.xmask is not None:
+                part.xmask = cache.xmask[rows]
+            for j in range(max(len(by_question[q]) for q in questions)):
+                # the j-th option of each question, -1 where a question has fewer options
+                picked = [by_question[q][j] if j < len(by_question[q]) else -1 for q in questions]
+                if not any(r >= 0 and targets[r] for r in picked):
+                    continue
+                with _scratch_rows(cache.kv, rows):
+                    lps = self._continuation_logprobs(
+                        part,
+                        None,
+                        [inputs[r] if r >= 0 else [] for r in picked],
+                        [targets[r] if r >= 0 else [] for r in picked],
+                    )
+                for r, lp in zip(picked, lps):
+                    if r >= 0:
+                        out[r] = lp
+        return out
 
     def _continuation_ids(self, context: str, continuation: str) -> list[int]:
         """The tokens ``continuation`` has at the end of ``context + continuation`` tokenized as ONE string
@@ -517,7 +613,9 @@ class TransformersAdapter(ModelAdapter):
         else:
             pos = (mask.long().cumsum(-1) - 1).clamp(min=0)
             next_pos = mask.long().sum(-1)
-        out = self.model(**enc, position_ids=pos, use_cache=True)
+        # Only the last position's logits are needed: the whole prefix's would be (rows, T, vocab), more
+        # than its KV cache for large-vocabulary models (Qwen: 152k).
+        out = self.model(**enc, position_ids=pos, use_cache=True, logits_to_keep=1)
         xmask = enc["cross_attention_mask"][:, -1:] if "cross_attention_mask" in enc else None
         return _Cache(out.past_key_values, mask, next_pos, torch.log_softmax(out.logits[:, -1].float(), -1), xmask)
 
@@ -537,16 +635,20 @@ class TransformersAdapter(ModelAdapter):
         return pos.to(torch.long)
 
     def _forward_rows(self, cache: _Cache, parents: Any, ids: list[list[int]]) -> tuple[_Cache, Any, Any]:
-        """Select `parents` rows of the cache, append `ids` (right-padded) and run the model once."""
+        """Select `parents` rows of the cache (None: all rows, in order, no copy), append `ids`
+        (right-padded) and run the model once."""
         import torch
 
         dev = self.model.device
+        if parents is None:
+            parents = torch.arange(int(cache.mask.shape[0]))
+        else:
+            cache.kv.batch_select_indices(parents.to(cache.mask.device))
         parents = parents.to(cache.mask.device)
         n = max(1, max(len(x) for x in ids))
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         new_ids = torch.tensor([x + [pad] * (n - len(x)) for x in ids], device=dev)
         new_mask = torch.tensor([[1] * len(x) + [0] * (n - len(x)) for x in ids], device=dev, dtype=cache.mask.dtype)
-        cache.kv.batch_select_indices(parents)
         next_pos = cache.next_pos[parents]
         pos = next_pos[:, None] + torch.arange(n, device=dev)[None]
         if self._mrope:
@@ -573,7 +675,8 @@ class TransformersAdapter(ModelAdapter):
     def _continuation_logprobs(
         self, cache: _Cache, parents: Any, inputs: list[list[int]], targets: list[list[int]]
     ) -> list[list[float]]:
-        """log p(targets[r][j] | context, inputs[r][:j+1]) for each row r; rows with no target need no forward."""
+        """log p(targets[r][j] | context, inputs[r][:j+1]) for each row r (`parents` as in `_forward_rows`);
+        rows with no target need no forward."""
         import torch
 
         if not any(targets):
@@ -664,10 +767,7 @@ class TransformersAdapter(ModelAdapter):
         generator = outlines.Generator(model, processor=sampler)
         inputs = []
         for r in reqs:
-            content = ([{"type": "image"}] if r.image is not None else []) + [{"type": "text", "text": r.prompt}]
-            text = self.processor.apply_chat_template(
-                [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False
-            )
+            text = chat_prompt(self.processor, r.prompt, r.image is not None)
             inputs.append([text, OImage(_with_format(r.image))] if r.image is not None else [text])
         import torch
 

@@ -17,12 +17,37 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
 from .base import ChoiceRequest, ChoiceResult, ModelAdapter, TextRequest, TextResult
-from .transformers_adapter import _seq_seed, chat_template_of
+from .transformers_adapter import CHAT_DATE, _seq_seed, chat_prompt, chat_template_of
 
 INSTALL_HINT = (
     "the vLLM adapter needs the `vllm` package and a CUDA GPU: `pip install vllm` on a GPU machine "
     "(it is not in requirements.txt: it cannot install or run on the CPU-only machines this project is tested on)"
 )
+
+
+def check_launch(tensor_parallel_size: int, env: dict[str, str] | None = None) -> None:
+    """Refuse settings vLLM cannot honour, before it is imported (so the errors show on any machine).
+
+    vLLM starts its own worker processes, one per GPU of the tensor-parallel group; under torchrun or
+    accelerate each rank would start a whole engine on the same GPUs. Data parallelism is one process
+    per GPU group instead, each with its own ``--shard i/N`` and ``CUDA_VISIBLE_DEVICES`` (docs/gpu.md)."""
+    import os
+
+    env = dict(os.environ) if env is None else env
+    if isinstance(tensor_parallel_size, bool) or not isinstance(tensor_parallel_size, int) or tensor_parallel_size < 1:
+        raise ValueError(f"tensor_parallel_size must be a whole number >= 1, got {tensor_parallel_size!r}")
+    if int(env.get("WORLD_SIZE", "1") or 1) > 1:
+        raise ValueError(
+            "the vLLM adapter runs its own GPU workers and cannot run under torchrun/accelerate "
+            f"(WORLD_SIZE={env['WORLD_SIZE']}); start one `vignette run --shard i/N` per GPU group with "
+            "CUDA_VISIBLE_DEVICES set instead (docs/gpu.md), or use an hf: spec under torchrun"
+        )
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() and len(visible.split(",")) < tensor_parallel_size:
+        raise ValueError(
+            f"tensor_parallel_size={tensor_parallel_size} but CUDA_VISIBLE_DEVICES={visible!r} shows "
+            f"{len(visible.split(','))} GPU(s); show at least {tensor_parallel_size}"
+        )
 
 
 def _require_vllm() -> Any:
@@ -44,26 +69,28 @@ class VLLMAdapter(ModelAdapter):
         top_p: float = 0.95,
         seed: int = 0,
         max_new_tokens: int | None = None,
+        tensor_parallel_size: int = 1,
         **engine_kwargs: Any,
     ) -> None:
+        check_launch(tensor_parallel_size)
         vllm = _require_vllm()
         import outlines
         from transformers import AutoProcessor
 
         self.model_id, self.revision = model, revision
         self.temperature, self.top_p, self.seed, self.max_new_tokens = temperature, top_p, seed, max_new_tokens
+        self.tensor_parallel_size = tensor_parallel_size
         self.engine_kwargs = engine_kwargs
         self.name = f"vllm:{model}"
         self.processor = AutoProcessor.from_pretrained(model, revision=revision)
         self.chat_template = chat_template_of(self.processor)
-        self.llm = vllm.LLM(model=model, revision=revision, seed=seed, **engine_kwargs)
+        self.llm = vllm.LLM(
+            model=model, revision=revision, seed=seed, tensor_parallel_size=tensor_parallel_size, **engine_kwargs
+        )
         self.outlines_model = outlines.from_vllm_offline(self.llm)
 
     def _prompt(self, prompt: str, image: Any) -> dict[str, Any]:
-        content = ([{"type": "image"}] if image is not None else []) + [{"type": "text", "text": prompt}]
-        text = self.processor.apply_chat_template(
-            [{"role": "user", "content": content}], add_generation_prompt=True, tokenize=False
-        )
+        text = chat_prompt(self.processor, prompt, image is not None)
         return {"prompt": text, **({"multi_modal_data": {"image": image}} if image is not None else {})}
 
     def _params(self, question_id: str, output_type: Any, max_tokens: int, temperature: float) -> Any:
@@ -144,7 +171,9 @@ class VLLMAdapter(ModelAdapter):
             "seed": self.seed,
             "seeding": "per question: crc32(seed:question_id)",
             "max_new_tokens": self.max_new_tokens,
+            "tensor_parallel_size": self.tensor_parallel_size,
             "engine_kwargs": {k: str(x) for k, x in self.engine_kwargs.items()},
             "chat_template_sha256": hashlib.sha256(self.chat_template.encode()).hexdigest(),
+            "chat_date": CHAT_DATE,
             "versions": {p: v(p) for p in ("vllm", "outlines", "transformers", "torch")},
         }

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import socket
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -50,6 +52,19 @@ class RunFolder:
     def create(self) -> RunFolder:
         (self.path / self.LOG).mkdir(parents=True, exist_ok=True)
         return self
+
+    def remove_stale_temporaries(self) -> list[Path]:
+        """Delete the temp files and folders that processes of this host left when they were killed
+        (their pid is gone); a live writer's, or another host's on a shared file system, stay."""
+        removed = []
+        for folder in (self.path, self.log_dir):
+            for p in folder.glob(".*.tmp") if folder.is_dir() else ():
+                m = _TEMP_NAME.match(p.name)
+                if m is None or m["host"] != _host() or _alive(int(m["pid"])):
+                    continue
+                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+                removed.append(p)
+        return removed
 
     # --- paths -------------------------------------------------------------------------------
     @property
@@ -165,7 +180,7 @@ class RunFolder:
 
         folder = self.taxonomy_dir
         if not folder.exists():
-            tmp = self.path / f".{self.TAXONOMY}.{os.getpid()}.tmp"
+            tmp = self.path / f".{self.TAXONOMY}.{_writer()}.tmp"
             tmp.mkdir(parents=True, exist_ok=True)
             for name in TAXONOMY_FILES:
                 with fsspec.open(f"{base.rstrip('/')}/{name}", "rb") as f:
@@ -178,9 +193,32 @@ class RunFolder:
         return folder
 
 
+# Temp names carry their writer (host and pid), so a later session can tell a dead process's leftovers
+# from a live one's: `.<name>.<host>-<pid>[.<8 hex>].tmp`.
+_TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<host>[^.]+)-(?P<pid>\d+)(\.[0-9a-f]{8})?\.tmp$")
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname()) or "host"
+
+
+def _writer() -> str:
+    return f"{_host()}-{os.getpid()}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
 def atomic_write(path: Path, write: Callable[[Path], Any]) -> Path:
     """`write(tmp)` to a temp file beside `path`, fsync it, then os.replace: readers see the old file or the new."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")  # unique per writer (ranks, threads)
+    tmp = path.with_name(f".{path.name}.{_writer()}.{uuid.uuid4().hex[:8]}.tmp")  # unique per writer (ranks, threads)
     try:
         write(tmp)
         with open(tmp, "rb+") as f:

@@ -73,6 +73,7 @@ ANSWER_KEYS = (
     "sampling",
     "dtype",
     "chat_template_sha256",
+    "chat_date",
     "weights_digest",
     "max_new_tokens",
     "base_url",
@@ -320,6 +321,8 @@ def run(
         source = open_pairs(settings)
     folder = RunFolder(run_dir).create()
     run_dir = folder.path
+    for leftover in folder.remove_stale_temporaries():
+        print(f"removed {leftover.name}: a temporary file of a process that died", file=sys.stderr)
     # the source's taxonomy, copied once: questions (and merge's check) use that copy
     taxonomy = load_taxonomy(folder.keep_taxonomy(source.taxonomy or str(DATA_DIR)))
     builder = QuestionBuilder(taxonomy, settings.seed, settings.paradigms, settings.variants)
