@@ -1521,13 +1521,21 @@ def _ranges(n: int, num_shards: int | None) -> list[tuple[int, int]]:
     return [(int(bounds[i]), int(bounds[i + 1])) for i in range(k)]
 
 
-def _parse_split(split: str) -> tuple[int, int | None]:
-    m = re.fullmatch(rf"{SPLIT}(?:\[(\d*):(\d*)\])?", split or "")
-    if not m:
+def _split_bounds(split: str, n: int) -> tuple[int, int]:
+    """Rows [lo, hi) of `n` that a datasets split string selects: ``test``, ``test[:100]``,
+    ``test[10%:20%]``, ``test[-50:]`` (datasets' own parser, so slices mean what they mean everywhere)."""
+    import datasets
+
+    try:
+        parts = datasets.ReadInstruction.from_spec(split or "").to_absolute({SPLIT: n})
+    except (ValueError, AssertionError) as e:
         raise VignetteError(
-            f"unknown split {split!r}; the pair configs have one split, {SPLIT!r} (slices like 'test[:100]' work)"
-        )
-    return int(m.group(1) or 0), (int(m.group(2)) if m.group(2) else None)
+            f"unknown split {split!r} ({e}); the pair configs have one split, {SPLIT!r} "
+            "(slices like 'test[:100]', 'test[10%:20%]' or 'test[-50:]' work)"
+        ) from None
+    if len(parts) != 1:
+        raise VignetteError(f"split {split!r}: one slice of {SPLIT!r} at a time (no '+'); concatenate the datasets")
+    return parts[0].from_, parts[0].to
 
 
 def load_dataset(
@@ -1555,6 +1563,9 @@ def load_dataset(
     max_rows: int = 1_000_000,
     num_shards: int | None = None,
     images: bool = True,
+    cache_dir: str | os.PathLike[str] | None = None,
+    keep_in_memory: bool = False,
+    num_proc: int | None = None,
     **kwargs: Any,
 ):
     """VIGNETTE pairs as a ``datasets.Dataset`` (or ``IterableDataset`` with ``streaming=True``).
@@ -1571,6 +1582,13 @@ def load_dataset(
     (stream instead, filter, or sample). What was selected (filters, sample seed, source) is
     recorded as JSON in ``info.description``. ``images=False`` gives the metadata only: no image column,
     nothing downloaded or composed.
+
+    As with ``datasets.load_dataset``, a map-style table is an Arrow file memory-mapped from
+    ``cache_dir`` (default: the datasets cache, ``HF_DATASETS_CACHE/vignette``), named by the sha256 of
+    its contents: two loads of the same selection share one file, a rebuilt source gives a new one, and
+    a dataset pickles (DataLoader workers) as a path, not as its rows. ``keep_in_memory=True`` keeps it
+    in memory instead. ``num_proc`` is accepted for datasets compatibility; there is nothing to prepare
+    in parallel (rows are arithmetic, images are composed when read).
     """
     import datasets
 
@@ -1582,7 +1600,9 @@ def load_dataset(
         raise VignetteError(f"unexpected option(s) {sorted(kwargs)} for a pair config; see help(vignette.load_dataset)")
     if on_missing not in ("raise", "skip"):
         raise _unknown("on_missing option", on_missing, ("raise", "skip"))
-    lo, hi = _parse_split(split)
+    if num_proc is not None and (isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1):
+        raise VignetteError(f"num_proc={num_proc!r}: expected a whole number >= 1 or None")
+    _split_bounds(split, 0)  # a bad split string is named before anything is read
     source = Source(path)
     index = RenderIndex.load(source)  # first: if the source cannot be read, this says so (not "taxonomy missing")
     taxonomy = load_taxonomy(source.url("taxonomy"))
@@ -1603,6 +1623,7 @@ def load_dataset(
         orders=orders,
     )
     positions = space.sample(sample, seed) if sample is not None else None
+    lo, hi = _split_bounds(split, len(space) if positions is None else len(positions))
     selection = Selection(space, positions, lo, hi)
     if len(selection) == 0:
         raise VignetteError(
@@ -1665,8 +1686,37 @@ def load_dataset(
         del feats["image"]
     table = pa.table(cols, schema=feats.arrow_schema)
     info = datasets.DatasetInfo(description=json.dumps(record), features=feats, config_name=name)
-    ds = datasets.Dataset(datasets.table.InMemoryTable(table), info=info, split=datasets.NamedSplit(SPLIT))
-    return ds
+    if keep_in_memory:
+        return datasets.Dataset(datasets.table.InMemoryTable(table), info=info, split=datasets.NamedSplit(SPLIT))
+    folder = (
+        os.fspath(cache_dir) if cache_dir is not None else os.path.join(datasets.config.HF_DATASETS_CACHE, "vignette")
+    )
+    return datasets.Dataset.from_file(_arrow_file(table, folder, name), info=info, split=datasets.NamedSplit(SPLIT))
+
+
+def _arrow_file(table: pa.Table, folder: str, name: str) -> str:
+    """`table` as an Arrow stream file in `folder` (the format datasets memory-maps), named by the sha256
+    of its bytes: an existing file is reused, and no two selections can share a name."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    data = sink.getvalue()
+    path = os.path.join(folder, f"{name}-{hashlib.sha256(memoryview(data)).hexdigest()[:32]}.arrow")
+    if not os.path.exists(path):
+        os.makedirs(folder, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "wb") as f:
+                f.write(memoryview(data))
+            os.replace(tmp, path)  # concurrent loaders write the same bytes; the last rename wins
+        except OSError as e:
+            raise VignetteError(
+                f"cannot write the pair table to {folder} ({e}); pass cache_dir=... or keep_in_memory=True"
+            ) from e
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return path
 
 
 def _warn_uncovered(coverage: Coverage, config: str, identities: Any, activities: Any) -> None:
