@@ -962,6 +962,12 @@ class Source:
     def url(self, relative: str) -> str:
         return f"{self.root}/{relative}"
 
+    @property
+    def _range_options(self) -> dict[str, Any]:
+        # HfFileSystem reads through a buffered file whose default read-ahead (a 5 MiB block) turned each
+        # ranged read of a render into a read to the end of its shard (15.6x the bytes): fetch the range only.
+        return {"cache_type": "none"} if self.root.startswith("hf://") else {}
+
     def read(
         self, relative: str, start: int | None = None, end: int | None = None, max_bytes: int | None = None
     ) -> bytes:
@@ -979,13 +985,19 @@ class Source:
                     if len(data) > max_bytes:
                         raise SourceError(f"{url}: larger than {max_bytes:,} bytes; is this the right source?")
                 else:
-                    data = fs.cat_file(f"{base}/{relative}", start=start, end=end)
+                    data = fs.cat_file(f"{base}/{relative}", start=start, end=end, **self._range_options)
                 break
             except FileNotFoundError as e:
                 raise FileNotFoundError(f"{url}: not found in source {self.root}") from e
             except SourceError:
                 raise
             except (OSError, TimeoutError, ConnectionError) as e:  # aiohttp's errors are OSErrors or TimeoutErrors
+                status = getattr(getattr(e, "response", None), "status_code", None)  # the Hub client's HTTP errors
+                if status in (401, 403, 404):  # asking again cannot help
+                    raise SourceError(
+                        f"{url}: HTTP {status} ({type(e).__name__}); check the repo id, its revision and your "
+                        "token (HF_TOKEN) for a private or gated repo"
+                    ) from e
                 if attempt == retries:
                     raise SourceError(
                         f"{url}: {type(e).__name__} after {retries + 1} attempt(s) ({e or 'no reply'}); "
