@@ -145,3 +145,26 @@ def test_metadata_only_downloads_and_composes_nothing(pair, streaming: bool) -> 
     rows = list(meta)
     assert "image" not in rows[0] and [r["pair_id"] for r in rows] == list(ours["pair_id"])
     assert vignette.PairFileSystem.composed == before
+
+
+STREAM_OPERATIONS: dict[str, Callable[[datasets.IterableDataset], Any]] = {
+    "iterate": lambda it: [(r["pair_id"], _image_summary(r["image"])) for r in it],
+    "select_columns": lambda it: list(it.select_columns(["pair_id", "gender"])),
+    "remove_columns": lambda it: [_image_summary(r["image"]) for r in it.remove_columns(["key_left"])],
+    "rename_column": lambda it: [r["g"] for r in it.rename_column("gender", "g")],
+    "filter_input_columns": lambda it: [
+        r["pair_id"] for r in it.filter(lambda g: g == "female", input_columns=["gender"])
+    ],
+    "map": lambda it: [r["w"] for r in it.map(lambda r: {"w": r["image"].size[0]})],
+    "take_skip": lambda it: [r["pair_id"] for r in it.skip(1).take(2)],
+    "torch": lambda it: [tuple(r["image"].shape) for r in it.with_format("torch")],
+    "batch": lambda it: [len(b["pair_id"]) for b in it.batch(2)],
+    "shuffle": lambda it: sorted(r["pair_id"] for r in it.shuffle(seed=0, buffer_size=4)),
+}
+
+
+@pytest.mark.parametrize("operation", list(STREAM_OPERATIONS))
+def test_a_streaming_operation_gives_the_same_result_as_on_a_plain_iterable_image_dataset(pair, operation: str) -> None:
+    ours, plain, root = pair
+    it = vignette.load_dataset(root / "src", "identity_contrast", streaming=True, **FILTERS)
+    assert STREAM_OPERATIONS[operation](it) == STREAM_OPERATIONS[operation](plain.to_iterable_dataset())
