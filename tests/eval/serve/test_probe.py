@@ -148,3 +148,16 @@ def test_a_run_of_prose_answers_stops_with_exit_2_naming_the_error(tmp_path, cap
 def test_bad_threshold_values_are_refused_before_the_run_folder(tmp_path, capsys) -> None:
     assert _run_cli(tmp_path, "random", "--max-invalid", "1.5") == 2
     assert "--max-invalid 1.5" in capsys.readouterr().err and not (tmp_path / "run").exists()
+
+
+def test_our_server_refuses_logprobs_instead_of_dropping_them() -> None:
+    import openai
+
+    with ChatServer(SchemaFixtureAdapter()) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        msgs = [{"role": "user", "content": "Who?"}]
+        for asked in ({"logprobs": True}, {"logprobs": True, "top_logprobs": 2}):
+            with pytest.raises(openai.BadRequestError) as refused:
+                client.chat.completions.create(model="m", messages=msgs, **asked)
+            assert "logprobs are not supported" in refused.value.response.text
+        assert client.chat.completions.create(model="m", messages=msgs, logprobs=False).choices[0].message.content
