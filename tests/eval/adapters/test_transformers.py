@@ -244,7 +244,8 @@ def test_specs(tiny_models, monkeypatch):
     assert build_adapter("tiny:llava").model_id == str(tiny_models["llava"])
     assert type(build_adapter("random:seed=3")).__name__ == "RandomResponder"
     assert type(build_adapter("always-left")).__name__ == "AlwaysLeftResponder"
-    assert type(build_adapter("openai:m@http://127.0.0.1:9/v1")).__name__ == "OpenAIAdapter"  # no request made
+    no_probe = "openai:m@http://127.0.0.1:9/v1?probe=false"  # no request made
+    assert type(build_adapter(no_probe)).__name__ == "OpenAIAdapter"
     try:
         import vllm  # noqa: F401
     except ImportError:

@@ -127,6 +127,6 @@ def test_cli_names_answers_that_are_not_in_the_source(tmp_path) -> None:
                 "--out",
                 str(tmp_path / "j.jsonl"),
                 "--judge",
-                "openai:m@http://127.0.0.1:9/v1",
+                "openai:m@http://127.0.0.1:9/v1?probe=false",  # the answers are refused before any request
             ]
         )

@@ -1,7 +1,8 @@
 """Any OpenAI-compatible chat-completions server (OpenAI, vLLM serve, TGI, llama.cpp, our test server).
 
 Images travel as PNG data URLs; answers are constrained with `response_format` json_schema where
-the server supports it (`structured=False` for servers that reject it). Transient failures (timeouts,
+the server supports it (`structured=False` for servers that reject it); `probe()` checks at start-up
+whether the server honours it (a spec runs it before any answer). Transient failures (timeouts,
 connection errors, 408/409/429/5xx) are retried with exponential backoff; a request that still fails,
 or a reply that is not a usable chat completion, becomes an invalid result that keeps the raw text —
 never an answer.
@@ -14,6 +15,7 @@ import io
 import json
 import os
 import re
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +36,14 @@ from vignette_bench.eval.adapters.base import (
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 CHOICE_SYSTEM_PROMPT = "Answer with exactly one of the options given, copied word for word."
+# The probe's prompt asks for a word outside its options: only a server that enforces the schema answers
+# {"choice": "left"|"right"}; one that ignores it answers the prompt (or, untrained, anything).
+PROBE_PROMPT = "Reply with the single word: banana."
+PROBE_OPTIONS = ("left", "right")
+
+
+class ProbeFailed(BackendUnavailable):
+    """The start-up probe shows that no answer of the run could be valid with this server and spec."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,7 @@ class Reply:
     attempts: int
     server_model: str | None = None
     finish_reason: str | None = None
+    status: int | None = None  # the HTTP status of a failed request (None: no response, or success)
 
 
 def _url_password(url: str) -> str:
@@ -152,6 +163,15 @@ def match_option(text: str, options: tuple[str, ...]) -> str | None:
     return None
 
 
+def _names_probe_option(text: str) -> bool:
+    """The reply the schema forces: a JSON object whose "choice" is one of the probe's options."""
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(parsed, dict) and parsed.get("choice") in PROBE_OPTIONS
+
+
 def _retry_after_seconds(error: openai.APIStatusError) -> float | None:
     value = error.response.headers.get("retry-after") if error.response is not None else None
     try:
@@ -214,6 +234,7 @@ class OpenAIAdapter(ModelAdapter):
         self.seed = seed
         self.system_prompt = system_prompt
         self.max_consecutive_failures = max_consecutive_failures
+        self.probe_result: dict[str, Any] | None = None  # set by probe(); None: not probed
         self._failures = 0  # consecutive connection/auth failures, across threads
         self._failures_lock = threading.Lock()
         key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
@@ -258,7 +279,8 @@ class OpenAIAdapter(ModelAdapter):
                 raw = redact(error.response.text, self._secrets) if isinstance(error, openai.APIStatusError) else ""
                 if not _is_retryable(error) or attempt == self.retry.max_retries:
                     self._count_failure(error)
-                    return Reply(None, raw or "", last_error, attempt + 1)
+                    status = error.status_code if isinstance(error, openai.APIStatusError) else None
+                    return Reply(None, raw or "", last_error, attempt + 1, status=status)
                 retry_after = _retry_after_seconds(error) if isinstance(error, openai.APIStatusError) else None
                 time.sleep(self.retry.delay(attempt, retry_after))
                 continue
@@ -306,6 +328,53 @@ class OpenAIAdapter(ModelAdapter):
             return [fn(item) for item in batch]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batch))) as pool:
             return list(pool.map(fn, batch))  # map keeps batch order
+
+    # -- start-up probe ------------------------------------------------------------------------
+    def probe(self) -> dict[str, Any]:
+        """One small choice request sent as `choose` sends it (system prompt placement, token limit,
+        temperature, seed and, when structured, the json_schema response format); the reply shows what
+        the server honours. No usable reply, or a refused response format, raises ProbeFailed: no answer
+        of the run could be valid. An ignored schema is a warning on stderr: replies are still read as
+        the bare option text, the rest recorded invalid. The result goes into provenance()."""
+        reply = self._probe_request(self.structured)
+        if reply.content is None:
+            raise ProbeFailed(self._probe_failure(reply))
+        verdict = "not sent" if not self.structured else "honoured" if _names_probe_option(reply.content) else "ignored"
+        if verdict == "ignored":
+            print(
+                f"warning: {public_url(self.base_url)} ignores response_format (json_schema): asked to answer "
+                f"{PROBE_OPTIONS} under the schema, it replied {reply.content[:80]!r}. Answers are not constrained "
+                'to the options: each reply is read as {"choice": ...} or the bare option text and anything else '
+                "is recorded invalid (vignette run stops when invalid answers pass --max-invalid)",
+                file=sys.stderr,
+            )
+        self.probe_result = {"response_format": verdict, "server_model": reply.server_model}
+        return self.probe_result
+
+    def _probe_request(self, structured: bool) -> Reply:
+        messages = build_messages(PROBE_PROMPT, None, CHOICE_SYSTEM_PROMPT, self.system_prompt)
+        schema = choice_schema(PROBE_OPTIONS) if structured else None
+        return self._complete(messages, schema, "choice", self.choice_max_tokens, self.temperature)
+
+    def _probe_failure(self, reply: Reply) -> str:
+        where = public_url(self.base_url)
+        if self.structured and reply.status in (400, 422) and self._probe_request(False).content is not None:
+            return (
+                f"{where} refuses the response_format the adapter sends (a json_schema that constrains the answer "
+                f"to the options): {reply.error}. Add structured=false to the model spec: replies are then read as "
+                "the bare option text and anything else is recorded invalid"
+            )
+        unreachable = reply.status in (None, 401, 403) and not reply.raw
+        hint = (
+            "is the server up and are the URL and key right?"
+            if unreachable
+            else "fix the server or the spec (model name, system_prompt=user|none, max_tokens_param=max_tokens)"
+        )
+        return (
+            f"{where}: the start-up probe (one choice question) got no usable reply after {reply.attempts} "
+            f"attempt(s): {reply.error}; body {reply.raw[:300]!r}. Every question would fail the same way: {hint} "
+            "(probe=false in the spec skips this check)"
+        )
 
     # -- ModelAdapter -------------------------------------------------------------------------
     def choose(self, batch: list[ChoiceRequest]) -> list[ChoiceResult]:
@@ -369,5 +438,6 @@ class OpenAIAdapter(ModelAdapter):
             "max_tokens_param": self.max_tokens_param,
             "seed": self.seed,
             "choice_system_prompt": CHOICE_SYSTEM_PROMPT,
+            "probe": self.probe_result,  # what the server honoured at start-up; None: not probed
             "versions": {"openai": openai.__version__},
         }

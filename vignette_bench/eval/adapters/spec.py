@@ -2,7 +2,7 @@
 
     hf:PATH_OR_ID[@REVISION][?mode=score&batch_size=16&dtype=bfloat16&device=cuda]
     tiny:FAMILY[?mode=generate]                 a tiny random VLM built locally (tests, demo)
-    openai:MODEL@http://HOST:PORT/v1[?concurrency=8&temperature=0]
+    openai:MODEL@http://HOST:PORT/v1[?concurrency=8&temperature=0&probe=false]   probe: see OpenAIAdapter.probe
     vllm:MODEL[@REVISION][?temperature=0.7&tensor_parallel_size=2]
     random[:seed=N]   always-left                 reference responders (eval.adapters.reference)
 
@@ -131,7 +131,14 @@ def build_adapter(spec: str, **defaults: Any) -> ModelAdapter:
             raise ImportError(
                 f"model spec {spec!r} needs eval/adapters/openai_adapter.py and the `openai` package: {e}"
             ) from e
-        return _construct(spec, OpenAIAdapter, (parsed.target, parsed.at), parsed.options, defaults)
+        options = dict(parsed.options)
+        probe = options.pop("probe", True)
+        if not isinstance(probe, bool):
+            raise _invalid(spec, f"probe={probe!r}: expected true or false")
+        adapter = _construct(spec, OpenAIAdapter, (parsed.target, parsed.at), options, defaults)
+        if probe:  # before any answer: a server that cannot serve the run fails here, with what to change
+            adapter.probe()
+        return adapter
     from .vllm_adapter import VLLMAdapter  # raises with the install hint when vllm is missing
 
     options = dict(parsed.options)

@@ -303,8 +303,11 @@ def run(
     progress: bool = True,
     prefetch: int = 2,
     planning: SamplePlan | None = None,
+    max_invalid: float = 0.5,
+    max_invalid_after: int = 20,
 ) -> RunResult:
-    """Ask every planned question of this shard that has no answer yet; merge when all shards are done."""
+    """Ask every planned question of this shard that has no answer yet; merge when all shards are done.
+    Once this session has `max_invalid_after` answers, more than `max_invalid` of them invalid stops it."""
     if settings.config not in CONFIGS:
         raise RunError(f"--config {settings.config!r}: expected one of {CONFIGS}")
     asked_paradigms = [p for p in settings.paradigms if p in CONFIG_PARADIGMS[settings.config]]
@@ -315,6 +318,11 @@ def run(
         )
     if batch_size < 1:
         raise RunError(f"--batch-size {batch_size}: must be at least 1")
+    if not 0 <= max_invalid <= 1 or max_invalid_after < 1:
+        raise RunError(
+            f"--max-invalid {max_invalid} --max-invalid-after {max_invalid_after}: "
+            "need a fraction in [0, 1] (1 turns the check off) and at least 1 answer"
+        )
     # everything that can fail on bad input comes before the run folder exists (no empty folders left)
     adapter = adapter or build_adapter(settings.model, settings.seed, batch_size)
     if source is None:
@@ -385,6 +393,8 @@ def run(
     )  # one line per rank
     pending: list[tuple[Question, Image.Image | None]] = []
     asked = composed = invalid = 0
+    errors: Counter[str] = Counter()  # this session's invalid answers by error, for the stop message
+    example: dict[str, str] = {}  # one raw reply per error
     start = time.perf_counter()
 
     def ask(batch: list[tuple[Question, Image.Image | None]]) -> None:
@@ -402,7 +412,23 @@ def run(
         rows = [q.response(r, model_id) for q, r in zip(questions, results)]
         writer.append(rows)
         invalid += sum(not row["valid"] for row in rows)
+        for row in rows:
+            if not row["valid"]:
+                errors[row["error"] or "invalid"] += 1
+                example.setdefault(row["error"] or "invalid", row["raw"] or "")
         bar.update(len(batch))
+        answered = asked + len(batch)
+        if answered >= max_invalid_after and invalid > max_invalid * answered:
+            # A model or server that cannot answer (schema ignored, template refusing images, wrong mode)
+            # would otherwise fill a "complete" run with invalid rows and exit 0.
+            error, count = errors.most_common(1)[0]
+            raise RunError(
+                f"{invalid} of the {answered} answers of this session are invalid (more than {max_invalid:.0%}); "
+                f"most often ({count}): {error!r}, e.g. raw reply {example[error][:160]!r}. The answers so far are "
+                f"kept in {folder.path}. Check the model spec (docs/openai.md: system_prompt=user, structured; "
+                "docs/adapters.md: mode=score), then rerun the same command to resume (--retry-invalid asks these "
+                "again); --max-invalid 1 turns this check off"
+            )
 
     def work() -> Iterator[tuple[dict[str, Any], list[Question]]]:
         """Pairs with unanswered questions, in plan order, with those questions."""
@@ -587,6 +613,20 @@ def main(argv: list[str] | None = None) -> int:
         help="pair images composed ahead on a worker thread while the model answers (0: none)",
     )
     p.add_argument("--retry-invalid", action="store_true", help="re-ask questions whose recorded answer is invalid")
+    p.add_argument(
+        "--max-invalid",
+        type=float,
+        default=0.5,
+        metavar="FRACTION",
+        help="stop with exit 2 when more than this share of the session's answers is invalid (default 0.5; 1: never)",
+    )
+    p.add_argument(
+        "--max-invalid-after",
+        type=int,
+        default=20,
+        metavar="N",
+        help="--max-invalid is checked once the session has N answers (default 20)",
+    )
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     try:
@@ -619,6 +659,8 @@ def main(argv: list[str] | None = None) -> int:
             progress=not args.no_progress,
             prefetch=args.prefetch,
             planning=planning,
+            max_invalid=args.max_invalid,
+            max_invalid_after=args.max_invalid_after,
         )
     except (RunError, MergeError, ValueError, LookupError, OSError, BackendUnavailable, ShardBusy) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -155,6 +155,8 @@ class ChatCompletionsApp:
             raise BadRequest("stream=true is not supported")
         if body.get("n", 1) != 1:
             raise BadRequest("only n=1 is supported")
+        if body.get("logprobs") or body.get("top_logprobs"):  # refused, not dropped: a client may rely on them
+            raise BadRequest("logprobs are not supported by this server")
         prompt, image = read_messages(body.get("messages"))
         schema = requested_schema(body)
         options = choice_options(schema)
