@@ -111,13 +111,13 @@ def test_cache_key_changes_with_every_input_but_not_with_the_address() -> None:
     assert len({base, *variants}) == 1 + len(variants)
 
 
-def test_cli_names_answers_that_are_not_in_the_source(tmp_path) -> None:
+def test_cli_names_answers_that_are_not_in_the_source(tmp_path, capsys) -> None:
     from vignette_bench.dataset_builder.news import build_news_sample
 
     build_news_sample(tmp_path / "src")
     answers = tmp_path / "answers.jsonl"
     answers.write_text('{"item_id": "not-there", "valid": true, "model_id": "m", "temperature": 0.0}\n')
-    with pytest.raises(ValueError, match="not-there"):
+    assert (
         main(
             [
                 "--source",
@@ -130,3 +130,34 @@ def test_cli_names_answers_that_are_not_in_the_source(tmp_path) -> None:
                 "openai:m@http://127.0.0.1:9/v1?probe=false",  # the answers are refused before any request
             ]
         )
+        == 2
+    )
+    assert "error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["answer", "judge"])
+def test_news_commands_end_in_error_exit_2_on_a_dead_server(tmp_path, capsys, command: str) -> None:
+    """The start-up probe (or N consecutive connection errors) is named with `error:` and exit 2, not a traceback."""
+    from vignette_bench.dataset_builder.news import build_news_sample
+    from vignette_bench.eval.news import answer
+
+    build_news_sample(tmp_path / "src")
+    dead = "openai:m@http://127.0.0.1:9/v1?max_retries=0"
+    if command == "answer":
+        code = answer.main(["--source", str(tmp_path / "src"), "--model", dead, "--out", str(tmp_path / "run")])
+    else:
+        answers = tmp_path / "answers.jsonl"
+        answers.write_text("")
+        code = main(
+            [
+                "--source",
+                str(tmp_path / "src"),
+                "--answers",
+                str(answers),
+                "--out",
+                str(tmp_path / "j.jsonl"),
+                "--judge",
+                dead,
+            ]
+        )
+    assert code == 2 and "error:" in capsys.readouterr().err

@@ -226,15 +226,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if any(item.placeholder for item in items):
         print("note: this source holds PLACEHOLDER news items (drawn images, our own questions)")
-    counts = answer_news(
-        items,
-        build_adapter(args.model),
-        args.out,
-        temperature=ROBUSTNESS_TEMPERATURE if args.robustness else DEFAULT_TEMPERATURE,
-        batch_size=args.batch_size,
-        retry_invalid=args.retry_invalid,
-        source=str(args.source),
-    )
+    from vignette_bench.eval.adapters.base import BackendUnavailable
+
+    try:
+        counts = answer_news(
+            items,
+            build_adapter(args.model),
+            args.out,
+            temperature=ROBUSTNESS_TEMPERATURE if args.robustness else DEFAULT_TEMPERATURE,
+            batch_size=args.batch_size,
+            retry_invalid=args.retry_invalid,
+            source=str(args.source),
+        )
+    except (BackendUnavailable, ValueError, ImportError) as e:  # a dead server, a bad spec: named, exit 2
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print(
         f"answers: {counts['asked']} asked ({counts['valid']} valid JSON, {counts['invalid']} invalid), "
         f"{counts['skipped']} already done → {Path(args.out) / ANSWERS_FILE}"

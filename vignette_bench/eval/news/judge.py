@@ -142,7 +142,7 @@ def parse_judgement(text: str) -> ParsedJudgement:
 
 
 # Where and how a judge is reached does not change what it says: left out of its identity.
-_NOT_IDENTITY = frozenset({"base_url", "concurrency", "timeout_s", "retry"})
+_NOT_IDENTITY = frozenset({"base_url", "concurrency", "timeout_s", "retry", "probe"})  # probe: per session
 
 
 def judge_spec(adapter: ModelAdapter, max_new_tokens: int) -> dict[str, Any]:
@@ -313,15 +313,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     answers = [row for path in args.answers for row in read_answers(path)]
-    counts = judge_answers(
-        items,
-        answers,
-        build_adapter(args.judge),
-        args.out,
-        batch_size=args.batch_size,
-        max_new_tokens=args.max_new_tokens,
-        retry_failures=args.retry_failures,
-    )
+    from vignette_bench.eval.adapters.base import BackendUnavailable
+
+    try:
+        counts = judge_answers(
+            items,
+            answers,
+            build_adapter(args.judge),
+            args.out,
+            batch_size=args.batch_size,
+            max_new_tokens=args.max_new_tokens,
+            retry_failures=args.retry_failures,
+        )
+    except (BackendUnavailable, ValueError, ImportError) as e:  # a dead server, a bad spec: named, exit 2
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print(
         f"judge: {counts['judged']} scored, {counts['failed']} failed (kept with raw reply), "
         f"{counts['already_done']} already done, {counts['skipped_invalid_answers']} invalid answers not judged "
