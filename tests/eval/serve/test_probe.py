@@ -132,10 +132,10 @@ def test_a_run_of_prose_answers_stops_with_exit_2_naming_the_error(tmp_path, cap
     prose = IgnoresSchema("Honestly, I would rather not say.")
     with ChatServer(SchemaFixtureAdapter(), interceptor=prose) as server:
         spec = f"openai:m@{server.base_url}?max_retries=0"
-        assert _run_cli(tmp_path, spec) == 2
+        assert _run_cli(tmp_path, spec, "--max-invalid-after", "20") == 2
         err = capsys.readouterr().err
         assert "ignores response_format" in err
-        assert "error: 20 of the 20 answers of this session are invalid (more than 50%)" in err
+        assert "error: 20 of the 20 answers of this session are invalid (more than 90%)" in err
         assert "'answer is not one of the options'" in err and "rather not say" in err and "--max-invalid 1" in err
         assert prose.calls == 1 + 20  # the probe, then five batches; the last four questions were not asked
         record = json.loads((tmp_path / "run" / "run.json").read_text())
@@ -143,6 +143,28 @@ def test_a_run_of_prose_answers_stops_with_exit_2_naming_the_error(tmp_path, cap
         assert _run_cli(tmp_path, spec, "--max-invalid", "1") == 0
     responses = pd.read_parquet(tmp_path / "run" / "responses.parquet")
     assert len(responses) == 24 and not responses["valid"].any()
+
+
+class RefusesSome:
+    """A working server whose model refuses 3 questions in 5 (prose instead of an option)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, body: dict[str, Any]) -> Intercept | None:
+        self.calls += 1
+        return _completion("I can't answer that.") if self.calls > 1 and self.calls % 5 in (0, 1, 2) else None
+
+
+def test_a_model_that_refuses_often_is_not_stopped(tmp_path) -> None:
+    """Refusals are invalid answers and a finding to report: 60% of them must not stop a run (the default
+    threshold is 90%; a broken setup gives ~100%)."""
+    import pandas as pd
+
+    with ChatServer(SchemaFixtureAdapter(), interceptor=RefusesSome()) as server:
+        assert _run_cli(tmp_path, f"openai:m@{server.base_url}?max_retries=0", "--max-invalid-after", "20") == 0
+    valid = pd.read_parquet(tmp_path / "run" / "responses.parquet")["valid"]
+    assert len(valid) == 24 and 0.5 <= 1 - valid.mean() <= 0.7
 
 
 def test_bad_threshold_values_are_refused_before_the_run_folder(tmp_path, capsys) -> None:

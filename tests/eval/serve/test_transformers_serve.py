@@ -142,7 +142,7 @@ def test_vignette_run_stops_on_invalid_answers_then_finishes_when_told(served: S
     out = tmp_path / "run"
     base = ["run", "--source", str(src), "--config", "identity_contrast", "--no-progress", "--batch-size", "4"]
     base += ["--model", served.spec, "--out", str(out)]
-    assert cli(base) == 2
+    assert cli([*base, "--max-invalid-after", "20"]) == 2
     err = capsys.readouterr().err
     assert "ignores response_format" in err
     assert "error: 20 of the 20 answers of this session are invalid" in err and "not one of the options" in err

@@ -303,8 +303,8 @@ def run(
     progress: bool = True,
     prefetch: int = 2,
     planning: SamplePlan | None = None,
-    max_invalid: float = 0.5,
-    max_invalid_after: int = 20,
+    max_invalid: float = 0.9,
+    max_invalid_after: int = 50,
 ) -> RunResult:
     """Ask every planned question of this shard that has no answer yet; merge when all shards are done.
     Once this session has `max_invalid_after` answers, more than `max_invalid` of them invalid stops it."""
@@ -616,16 +616,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--max-invalid",
         type=float,
-        default=0.5,
+        default=0.9,
         metavar="FRACTION",
-        help="stop with exit 2 when more than this share of the session's answers is invalid (default 0.5; 1: never)",
+        # not lower: refusals are invalid answers, and a model that refuses most stereotype questions is
+        # a finding to report, not a broken run; a broken setup (schema ignored, dead template) is ~100%
+        help="stop with exit 2 when more than this share of the session's answers is invalid (default 0.9; 1: never)",
     )
     p.add_argument(
         "--max-invalid-after",
         type=int,
-        default=20,
+        default=50,
         metavar="N",
-        help="--max-invalid is checked once the session has N answers (default 20)",
+        help="--max-invalid is checked once the session has N answers (default 50)",
     )
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
