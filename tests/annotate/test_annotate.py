@@ -72,26 +72,45 @@ def _browser(download_dir: Path):
 def _answer(driver, page: Path, annotator: str, answers: dict[str, dict[str, object]], downloads: Path) -> Path:
     from selenium.webdriver.common.by import By
 
+    # a fresh start: the previous annotator's autosave is gone (the clear, like any storage write, reaches
+    # Chromium's storage process asynchronously, so reload until the page restores nothing)
     driver.get(page.as_uri())
-    driver.execute_script("localStorage.clear()")
-    driver.get(page.as_uri())
+    for _ in range(40):
+        driver.execute_script("localStorage.clear()")
+        driver.get(page.as_uri())
+        left = "return document.querySelectorAll('input:checked').length + document.getElementById('annotator').value"
+        if driver.execute_script(left) in (0, "0"):
+            break
+        time.sleep(0.25)
     driver.find_element(By.ID, "annotator").send_keys(annotator)
     for item, crit in answers.items():
         for name, value in crit.items():
             for v in value if isinstance(value, list) else [value]:
                 driver.find_element(By.CSS_SELECTOR, f'input[name="{item}::{name}"][value="{v}"]').click()
-    # autosave: a reload keeps the answers. Chromium hands localStorage writes to its storage process
-    # asynchronously, so a reload right after the last click may come first: reload until restored.
-    first_item, first = next(iter(answers.items()))
-    name, value = next(iter(first.items()))
-    v = value[0] if isinstance(value, list) else value
-    selector = f'input[name="{first_item}::{name}"][value="{v}"]'
-    for _ in range(40):
+    # autosave: the page opened again keeps the answers. Chromium commits localStorage writes to its
+    # storage process asynchronously (later under load), and a reload can drop a commit still pending in
+    # the page it replaces: so the answering tab stays open and the page is opened again in a new tab,
+    # until the storage has the answers.
+    expected = sorted(
+        f"{item}::{name}={v}"
+        for item, crit in answers.items()
+        for name, value in crit.items()
+        for v in (value if isinstance(value, list) else [value])
+    )
+    restored = (
+        "return [document.getElementById('annotator').value, [...document.querySelectorAll('input:checked')]"
+        ".map(i => i.name + '=' + i.value).sort()]"
+    )
+    writer = driver.current_window_handle
+    for _ in range(80):
+        driver.switch_to.new_window("tab")
         driver.get(page.as_uri())
-        if driver.find_element(By.CSS_SELECTOR, selector).is_selected():
+        if driver.execute_script(restored) == [annotator, expected]:  # this annotator's answers, all of them
             break
+        driver.close()
+        driver.switch_to.window(writer)
         time.sleep(0.25)
-    assert driver.find_element(By.CSS_SELECTOR, selector).is_selected()
+    assert driver.execute_script(restored) == [annotator, expected]
     assert driver.find_element(By.ID, "annotator").get_attribute("value") == annotator
     assert driver.find_element(By.ID, "progress").text.startswith(f"{len(answers)} of ")
     driver.find_element(By.ID, "save").click()

@@ -148,6 +148,12 @@ function progress() {
   const answers = collect();
   const done = EXPORT.items.filter(id => answers[id] && Object.keys(answers[id]).length).length;
   document.getElementById('progress').textContent = done + ' of ' + EXPORT.items.length + ' items answered';
+  return answers;
+}
+// Only a change writes the store: loading the page must not, or a page opened before the last write
+// reached storage (a second tab, a quick reload) would overwrite the saved answers with what it restored.
+function autosave() {
+  const answers = progress();
   localStorage.setItem(STORE, JSON.stringify({annotator: document.getElementById('annotator').value, answers}));
 }
 function restore() {
@@ -175,7 +181,7 @@ function save() {
   document.body.appendChild(link); link.click(); link.remove();
   status.textContent = 'Saved ' + link.download;
 }
-document.addEventListener('change', progress);
+document.addEventListener('change', autosave);
 document.getElementById('save').addEventListener('click', save);
 restore(); progress();
 """
