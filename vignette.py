@@ -54,7 +54,9 @@ from vignette_bench.taxonomy import GENDERS, REPRESENTATIVENESS, TIME_USES, Iden
 logger = logging.getLogger("vignette")
 
 CONFIGS = ("identity_contrast", "activity_contrast", "identity_activity_contrast", "portraits")
-DATA_CONFIGS = ("renders", "news")  # plain data: handed to datasets.load_dataset itself
+# Plain data, handed to datasets.load_dataset itself: the renders (WebDataset shards) and the parquet
+# configs a source's card declares (the index, the news subset, each pair config's rows without images).
+DATA_CONFIGS = ("renders", "index", "news") + tuple(f"{c}_specs" for c in CONFIGS)
 GROUPS = ("male", "female", "mixed")  # pair gender; "mixed" is the man-woman pair of the gender dimension
 SPLIT = "test"
 DEFAULT_SOURCE = "hf://datasets/vignette-bench/vignette"
@@ -1762,17 +1764,20 @@ def _load_data_config(path: Any, name: str, **kwargs: Any):
     import datasets
 
     root = resolve_source(path)
-    if root.startswith("hf://datasets/"):
-        target = root[len("hf://datasets/") :]
-    elif "://" not in root:
-        target = root
-    elif name == "renders":  # a base URL: the shards are listed by the index
+    if name == "renders":
+        # WebDataset shards, read with the webdataset builder named explicitly: datasets applies one
+        # builder to every config of a repository (the card's configs are all parquet). The shards are
+        # the ones the index lists (a base URL cannot be listed).
         index = RenderIndex.load(Source(root))
         shards = sorted({loc.shard for loc in index.locations.values()})
         split = kwargs.pop("split", None) or "test"
         return datasets.load_dataset(
             "webdataset", data_files={split.split("[")[0]: [f"{root}/{s}" for s in shards]}, split=split, **kwargs
         )
+    if root.startswith("hf://datasets/"):
+        target = root[len("hf://datasets/") :]
+    elif "://" not in root:
+        target = root
     else:
         raise VignetteError(
             f"the {name!r} config of a URL source cannot be listed over HTTP; pass data_files "

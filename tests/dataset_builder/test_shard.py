@@ -96,7 +96,9 @@ def test_every_index_entry_reads_back_its_exact_bytes(sample: Path) -> None:
 def test_plain_datasets_load_renders_offline(sample: Path, tmp_path: Path) -> None:
     import datasets
 
-    ds = datasets.load_dataset(str(sample), "renders", split="test", cache_dir=str(tmp_path / "cache"))
+    # the card's configs are all parquet (one builder per repository): shards take the webdataset builder
+    shards = {"test": f"{sample}/renders/*.tar"}
+    ds = datasets.load_dataset("webdataset", data_files=shards, split="test", cache_dir=str(tmp_path / "cache"))
     index = pd.read_parquet(sample / "renders/index.parquet")
     assert sorted(ds["__key__"]) == sorted(index.key)
     assert set(ds.column_names) == {"jpg", "json", "__key__", "__url__"}
@@ -304,7 +306,7 @@ def test_cli_shard_with_card_then_verify_over_http(renders: Path, tmp_path: Path
 
     src = tmp_path / "site" / "src"
     assert main(["build", "shard", str(renders), "--out", str(src), "--card", "--max-shard-mb", "0.01"]) == 0
-    assert (src / "README.md").read_text().count("config_name: renders") == 1
+    assert (src / "README.md").read_text().count("config_name: index") == 1
     assert sorted(p.name for p in (src / "taxonomy").iterdir()) == sorted(TAXONOMY_FILES)
 
     class RangeHandler(http.server.SimpleHTTPRequestHandler):

@@ -57,14 +57,14 @@ def test_card_sections_are_rendered_once_with_real_counts(source):
         assert needed in text, needed
     assert text.rstrip().splitlines()[-1] != END and text.index(END) < text.index("## Citation")
     meta = front_matter(source / "README.md")
-    assert {c["config_name"] for c in meta["configs"]} >= {"renders"}
+    assert {c["config_name"] for c in meta["configs"]} >= {"index"}
 
 
 def test_completed_card_still_loads_and_uploads_exactly_its_files(source):
     import datasets
 
     complete_card(source)
-    assert len(datasets.load_dataset(str(source), "renders", split="test")) > 0
+    assert len(datasets.load_dataset(str(source), "index", split="test")) > 0
     files = dataset_files(source)
     assert files == sorted(p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_file())
 

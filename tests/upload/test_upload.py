@@ -62,7 +62,7 @@ def test_dataset_plan_lists_exactly_the_described_files(source):
     assert isinstance(upload, UploadFolder) and set(upload.paths) == set(files)
     on_disk = {p.relative_to(source).as_posix() for p in source.rglob("*") if p.is_file()}
     assert set(upload.paths) == on_disk  # nothing left out, nothing extra
-    assert {c["config_name"] for c in card["configs"]} >= {"renders"}
+    assert {c["config_name"] for c in card["configs"]} >= {"index", "news", "identity_contrast_specs"}
 
 
 def test_stray_file_and_empty_config_are_rejected(source, tmp_path):
@@ -84,10 +84,14 @@ def test_stray_file_and_empty_config_are_rejected(source, tmp_path):
 
 def test_the_folder_it_would_upload_loads_with_datasets_and_vignette(source):
     import datasets
+    import yaml
 
-    renders = datasets.load_dataset(str(source), "renders", split="test")
-    assert len(renders) > 0
     import vignette
+
+    head = (source / "README.md").read_text().split("---\n")[1]
+    for config in yaml.safe_load(head)["configs"]:  # every declared config, with plain datasets
+        assert len(datasets.load_dataset(str(source), config["config_name"], split="test")) > 0
+    assert len(vignette.load_dataset(str(source), "renders", split="test")) > 0  # shards: webdataset builder
 
     pairs = vignette.load_dataset(str(source), "identity_contrast")
     row = pairs[0]

@@ -1,12 +1,14 @@
 """Write a source's README.md (dataset card with YAML ``configs:``) from cards/dataset_card_template.md.
 
 The numbers in the card are read from the source's own index, so the card cannot drift from
-the data. The ``news`` config is declared only when ``news/*.parquet`` exists, because
-``datasets`` resolves every declared config's files.
+the data. A config is declared only when its files exist (``index``; ``news`` with ``news/*.parquet``;
+``<config>_specs`` with ``pairs/<config>/*.parquet``), because ``datasets`` resolves every declared
+config's files.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -15,11 +17,45 @@ import pandas as pd
 from vignette_bench.dataset_builder.shard import EXTENSION, INDEX_PATH
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "cards" / "dataset_card_template.md"
-NEWS_CONFIG = """- config_name: news
-  data_files:
-  - split: test
-    path: news/*.parquet
-"""
+
+
+def data_configs(root: Path) -> list[tuple[str, str]]:
+    """(config name, data_files path) of every config plain ``datasets`` can load from this source.
+
+    All of them are parquet: ``datasets`` picks ONE builder for a repo, from the first config's files,
+    and applies it to every config (a webdataset ``renders`` config first made ``news`` fail with "bad
+    checksum"). The renders themselves load with the explicit ``webdataset`` builder (see the card)."""
+    from vignette_bench.dataset_builder.pair_specs import SPECS_DIR, specs_config
+
+    out = [("index", INDEX_PATH)]
+    if any((root / "news").glob("*.parquet")):
+        out.append(("news", "news/*.parquet"))
+    for folder in sorted((root / SPECS_DIR).iterdir()) if (root / SPECS_DIR).is_dir() else ():
+        if folder.is_dir() and any(folder.glob("*.parquet")):
+            out.append((specs_config(folder.name), f"{SPECS_DIR}/{folder.name}/*.parquet"))
+    return out
+
+
+def files_digest(root: Path, pattern: str) -> str:
+    """sha256 over the names and bytes of the files `pattern` matches under `root`."""
+    h = hashlib.sha256()
+    for f in sorted(root.glob(pattern)):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0")
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()[:16]
+
+
+def configs_yaml(root: Path) -> str:
+    """The card's ``configs:`` items. Each carries the digest of its files in ``description``: datasets
+    names a local folder's cache after the folder's base name and the config's (relative) patterns, so
+    two sources called ``src`` served each other's rows; the description enters that cache key."""
+    return "".join(
+        f"- config_name: {name}\n  description: 'VIGNETTE {name}, files sha256 {files_digest(root, path)}'\n"
+        f"  data_files:\n  - split: test\n    path: {path}\n"
+        for name, path in data_configs(root)
+    )
 
 
 def _size_category(n: int) -> str:
@@ -41,7 +77,8 @@ def card_text(root: Path, source: str | None = None, license: str = "cc-by-4.0",
         "title_suffix": " (placeholder sample)" if placeholder else "",
         "license": license,
         "size_category": _size_category(len(index)),
-        "news_config": NEWS_CONFIG if any((root / "news").glob("*.parquet")) else "",
+        "configs": configs_yaml(root),
+        "config_list": ", ".join(f"`{name}`" for name, _ in data_configs(root)),
         "placeholder_notice": (
             "> **Placeholder sample.** Every image here is a *drawn placeholder* (labelled PLACEHOLDER in\n"
             "> the image and `placeholder: true` in its record), made without a text-to-image model so the\n"

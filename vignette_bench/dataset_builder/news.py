@@ -197,6 +197,10 @@ def ensure_card_config(out_dir: Path) -> Path:
     """Add the news config to SOURCE_DIR/README.md's YAML `configs:` (creating a minimal card if none)."""
     card = out_dir / "README.md"
     entry = news_card_config()
+    if (out_dir / "renders" / "index.parquet").exists():  # a renders source: its card lists every config
+        from vignette_bench.dataset_builder.card import write_card
+
+        return write_card(out_dir)
     if not card.exists():
         card.write_text(
             "---\n" + yaml.safe_dump({"configs": [entry]}, sort_keys=False) + "---\n\n"

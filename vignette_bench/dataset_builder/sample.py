@@ -73,8 +73,12 @@ def build_sample(
     max_shard_bytes: int = 4 * 1024**2,
     progress: bool = False,
     renders_per_cell: int = 1,
+    news: bool = True,
+    specs: bool = True,
 ) -> Path:
-    """Build a complete placeholder source at ``out_dir`` (replacing its renders) and return it."""
+    """Build a complete placeholder source at ``out_dir`` (replacing its renders) and return it: the
+    renders, and (``news``) the placeholder news sample and (``specs``) the pair spec tables, so that
+    one folder holds every config, as a published source does."""
     out_dir = Path(out_dir)
     if (out_dir / "renders").exists():
         shutil.rmtree(out_dir / "renders")  # a sample is rebuilt whole, never mixed with older shards
@@ -84,6 +88,14 @@ def build_sample(
     with tempfile.TemporaryDirectory(prefix="vignette-sample-") as tmp:
         write_placeholder_renders(Path(tmp), size, identities, activities, renders_per_cell)
         write_shards(Path(tmp), out_dir, fmt=fmt, quality=quality, max_shard_bytes=max_shard_bytes, progress=progress)
+    if news:
+        from vignette_bench.dataset_builder.news import build_news_sample
+
+        build_news_sample(out_dir)
+    if specs:
+        from vignette_bench.dataset_builder.pair_specs import write_pair_specs
+
+        write_pair_specs(out_dir)
     write_card(out_dir)
     return out_dir
 

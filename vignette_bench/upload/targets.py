@@ -17,7 +17,9 @@ import yaml
 from vignette_bench.upload.plan import CreateRepo, RemoteFile, Step, UploadFolder, local_files, split_changed
 
 # Files of the source layout (docs/FORMATS.md) that no `configs:` entry names.
-LAYOUT_FILES = ("README.md", "taxonomy/*.csv", "renders/index.parquet")
+# Files a source holds beside its card's (parquet) configs: the taxonomy, the renders' WebDataset shards
+# (read through the index, or with the webdataset builder) and the news subset's manifest.
+LAYOUT_FILES = ("README.md", "taxonomy/*.csv", "renders/index.parquet", "renders/*.tar", "news/manifest.json")
 SAFE_PATH = re.compile(r"^[A-Za-z0-9_./-]+$")
 # evaluate 0.4.6's launch_gradio_widget uses gr.inputs/gr.outputs, which gradio 4 removed.
 GRADIO_SDK_VERSION = "3.50.2"
@@ -42,7 +44,9 @@ def config_patterns(card: dict, readme: Path) -> dict[str, list[str]]:
     """config name -> its data_files globs, from the card's `configs:` (every accepted shape)."""
     configs = card.get("configs")
     if not configs:
-        raise UploadError(f"{readme}: the card has no `configs:`; add one per data config (renders, news)")
+        raise UploadError(
+            f"{readme}: the card has no `configs:`; add one per data config (index, news, <config>_specs)"
+        )
     out: dict[str, list[str]] = {}
     for c in configs:
         name = c.get("config_name", "default")
