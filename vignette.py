@@ -1030,7 +1030,8 @@ class RenderIndex:
     """``renders/index.parquet``: where each render's image bytes lie; validated on load."""
 
     COLUMNS = index_schema.REQUIRED
-    OPTIONAL_COLUMNS = ("variant",)  # indexes written before k renders per cell lack it (all variant 0)
+    # indexes written before k renders per cell lack `variant` (all variant 0); reduced copies are optional
+    OPTIONAL_COLUMNS = ("variant", *index_schema.REDUCED_COLUMNS)
 
     def __init__(self, source: Source, table: pa.Table) -> None:
         self.source = source
@@ -1048,6 +1049,20 @@ class RenderIndex:
             r["key"]: RenderLocation(r["key"], r["shard"], int(r["offset"]), int(r["length"]), r["sha256"], r["format"])
             for r in rows
         }
+        # reduced copies (dataset_builder/reduced.py): key -> (location, width, height)
+        self.reduced: dict[str, tuple[RenderLocation, int, int]] = {}
+        if index_schema.REDUCED_COLUMNS[0] in table.column_names:
+            for r in table.select(["key", *index_schema.REDUCED_COLUMNS]).to_pylist():
+                if r["reduced_shard"] is not None:
+                    loc = RenderLocation(
+                        r["key"],
+                        r["reduced_shard"],
+                        r["reduced_offset"],
+                        r["reduced_length"],
+                        r["reduced_sha256"],
+                        "jpeg",
+                    )
+                    self.reduced[r["key"]] = (loc, int(r["reduced_width"]), int(r["reduced_height"]))
         self.keys = pa.array(list(self.locations), pa.string())
         self.coverage = Coverage(
             frozenset((r["gender"], r["identity"]) for r in rows if r["kind"] == "activity"),
@@ -1159,12 +1174,14 @@ class RenderReader:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["index"], state["cache_size"])  # type: ignore[misc]
 
-    def read(self, key: str) -> tuple[bytes, RenderLocation]:
-        loc = self.index.locate(key)
+    def read(self, key: str, reduced: bool = False) -> tuple[bytes, RenderLocation]:
+        """The render's bytes, or (``reduced``) those of its reduced copy, which must exist."""
+        loc = self.index.reduced[key][0] if reduced else self.index.locate(key)
+        cache_key = f"{key}\0reduced" if reduced else key
         with self._lock:
-            if key in self._cache:
-                self._cache.move_to_end(key)
-                return self._cache[key], loc
+            if cache_key in self._cache:
+                self._cache.move_to_end(cache_key)
+                return self._cache[cache_key], loc
         src = self.index.source
         where = src.url(loc.shard)
         try:
@@ -1183,7 +1200,7 @@ class RenderReader:
                 f"{where}: render {key!r} at byte {loc.offset}: sha256 differs from the index; the shard is corrupt or the index is stale"
             )
         with self._lock:
-            self._cache[key] = data
+            self._cache[cache_key] = data
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
         return data, loc
@@ -1255,13 +1272,23 @@ class Composer:
     size: tuple[int, int] = DEFAULT_SIZE
     seam: int = DEFAULT_SEAM
     image_format: str = "PNG"
+    use_reduced: bool = True  # compose from the renders' reduced copies where both fit (versioned pixels)
 
     def render(self, key: str) -> bytes:
         return self.reader.read(key)[0]
 
+    def _fits(self, key: str) -> bool:
+        """Whether `key` has a reduced copy that covers a tile without upscaling."""
+        copy = self.reader.index.reduced.get(key)
+        if copy is None:
+            return False
+        tile_w = (self.size[0] + self.seam + 1) // 2
+        return copy[1] >= tile_w and copy[2] >= self.size[1]
+
     def pair(self, key_left: str, key_right: str):
-        left, loc_l = self.reader.read(key_left)
-        right, loc_r = self.reader.read(key_right)
+        reduced = self.use_reduced and self._fits(key_left) and self._fits(key_right)
+        left, loc_l = self.reader.read(key_left, reduced)
+        right, loc_r = self.reader.read(key_right, reduced)
         for data, loc in ((left, loc_l), (right, loc_r)):
             _check_header(data, loc, self.reader.index.source.url(loc.shard))
         try:
@@ -1334,20 +1361,24 @@ def _first_undecodable(items: Iterable[tuple[bytes, RenderLocation]]) -> RenderL
 PAIR_PROTOCOL = "vignette"
 
 
-def pair_url(root: str, key_left: str, key_right: str, size: tuple[int, int], seam: int) -> str:
+def pair_url(root: str, key_left: str, key_right: str, size: tuple[int, int], seam: int, reduced: bool = True) -> str:
     """Where a pair image "lives": ``vignette://<quoted source root>/<W>x<H>/<seam>/<left>/<right>.png``.
 
     The ``image`` column of every pair dataset holds such a path (no bytes), exactly as a plain image
     dataset holds file paths, so every `datasets` operation treats it as one: formats decode it, column
     operations and metadata reads never touch it, and ``push_to_hub``/``embed_table_storage`` read its
     bytes through fsspec like any remote file. `PairFileSystem` composes the pair when it is opened.
+    ``reduced=False`` (composed from the full renders, never their reduced copies) is written as a ``f``
+    after the seam, so any process that opens the path composes the same pixels.
     """
     from urllib.parse import quote
 
-    return f"{PAIR_PROTOCOL}://{quote(root, safe='')}/{size[0]}x{size[1]}/{seam}/{key_left}/{key_right}.png"
+    flag = "" if reduced else "f"
+    return f"{PAIR_PROTOCOL}://{quote(root, safe='')}/{size[0]}x{size[1]}/{seam}{flag}/{key_left}/{key_right}.png"
 
 
-def _parse_pair_url(path: str) -> tuple[str, str, str, tuple[int, int], int]:
+def _parse_pair_url(path: str) -> tuple[str, str, str, tuple[int, int], int, bool]:
+    """(source root, left key, right key, size, seam, reduced) of a pair image path."""
     from urllib.parse import unquote
 
     body = path.split("://", 1)[-1]
@@ -1355,7 +1386,8 @@ def _parse_pair_url(path: str) -> tuple[str, str, str, tuple[int, int], int]:
     if len(parts) != 5 or not parts[4].endswith(".png") or "x" not in parts[1]:
         raise VignetteError(f"{path!r} is not a vignette pair image path (vignette://SOURCE/WxH/SEAM/LEFT/RIGHT.png)")
     width, height = (int(v) for v in parts[1].split("x"))
-    return unquote(parts[0]), parts[3], parts[4][: -len(".png")], (width, height), int(parts[2])
+    seam, reduced = (parts[2][:-1], False) if parts[2].endswith("f") else (parts[2], True)
+    return unquote(parts[0]), parts[3], parts[4][: -len(".png")], (width, height), int(seam), reduced
 
 
 class PairFileSystem(AbstractFileSystem):  # type: ignore[misc]
@@ -1367,27 +1399,28 @@ class PairFileSystem(AbstractFileSystem):  # type: ignore[misc]
     root_marker = ""
     cachable = True
 
-    # One composer per (source, size, seam, process), shared by every instance: load_dataset puts the
+    # One composer per (source, size, seam, reduced, process), shared by every instance: load_dataset puts the
     # index it already read here, so opening the images reads no index twice.
-    composers: dict[tuple[str, tuple[int, int], int, int], Composer] = {}
+    composers: dict[tuple[str, tuple[int, int], int, bool, int], Composer] = {}
 
     @classmethod
     def _strip_protocol(cls, path: Any) -> str:
         text = str(path[0] if isinstance(path, list) else path)
         return text.split("://", 1)[-1] if text.startswith(f"{PAIR_PROTOCOL}://") else text
 
-    def _composer(self, root: str, size: tuple[int, int], seam: int) -> Composer:
-        key = (root, size, seam, os.getpid())  # a forked worker opens its own reader
+    def _composer(self, root: str, size: tuple[int, int], seam: int, reduced: bool = True) -> Composer:
+        key = (root, size, seam, reduced, os.getpid())  # a forked worker opens its own reader
         if key not in PairFileSystem.composers:
-            PairFileSystem.composers[key] = Composer(RenderReader(RenderIndex.load(Source(root))), size, seam)
+            reader = RenderReader(RenderIndex.load(Source(root)))
+            PairFileSystem.composers[key] = Composer(reader, size, seam, use_reduced=reduced)
         return PairFileSystem.composers[key]
 
     composed = 0  # pairs composed in this process (tests check that metadata reads compose none)
 
     def cat_file(self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any) -> bytes:
-        root, left, right, size, seam = _parse_pair_url(path)
+        root, left, right, size, seam, reduced = _parse_pair_url(path)
         PairFileSystem.composed += 1
-        image = self._composer(root, size, seam).pair(left, right)
+        image = self._composer(root, size, seam, reduced).pair(left, right)
         buf = io.BytesIO()
         image.save(buf, format="PNG", compress_level=1)  # fast; embedded copies (push_to_hub) stay compact
         return buf.getvalue()[start:end]
@@ -1400,7 +1433,7 @@ class PairFileSystem(AbstractFileSystem):  # type: ignore[misc]
     def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
         # The exact size needs the pair composed; readers only use it to plan (datasets' save_to_disk
         # estimates shard sizes with it), so give the size of a typical PNG of that area instead.
-        _, _, _, (w, h), _ = _parse_pair_url(path)
+        _, _, _, (w, h), *_ = _parse_pair_url(path)
         return {"name": path, "size": w * h, "type": "file"}
 
     def ls(self, path: str, detail: bool = True, **kwargs: Any):
@@ -1577,6 +1610,7 @@ def load_dataset(
     max_rows: int = 1_000_000,
     num_shards: int | None = None,
     images: bool = True,
+    reduced: bool = True,
     cache_dir: str | os.PathLike[str] | None = None,
     keep_in_memory: bool = False,
     num_proc: int | None = None,
@@ -1595,7 +1629,9 @@ def load_dataset(
     Map-style tables hold one row of metadata per pair, so they are refused above ``max_rows``
     (stream instead, filter, or sample). What was selected (filters, sample seed, source) is
     recorded as JSON in ``info.description``. ``images=False`` gives the metadata only: no image column,
-    nothing downloaded or composed.
+    nothing downloaded or composed. ``reduced=True`` composes from the renders' reduced copies where the
+    source has them (``vignette build reduce``; ~4x faster, slightly different pixels, recorded as
+    ``composition`` in ``info.description``); ``reduced=False`` always composes the full renders.
 
     As with ``datasets.load_dataset``, a map-style table is an Arrow file memory-mapped from
     ``cache_dir`` (default: the datasets cache, ``HF_DATASETS_CACHE/vignette``), named by the sha256 of
@@ -1646,10 +1682,9 @@ def load_dataset(
     if image_format != "PNG":
         raise VignetteError(f"image_format {image_format!r}: pair images are served as PNG (vignette:// paths)")
     size = (int(size[0]), int(size[1]))
-    image_prefix = pair_url(source.root, "", "", size, seam).removesuffix("//.png") + "/"
-    PairFileSystem.composers[(source.root, size, seam, os.getpid())] = Composer(
-        RenderReader(index, cache_size), size, seam
-    )
+    image_prefix = pair_url(source.root, "", "", size, seam, reduced).removesuffix("//.png") + "/"
+    composer = Composer(RenderReader(index, cache_size), size, seam, use_reduced=reduced)
+    PairFileSystem.composers[(source.root, size, seam, reduced, os.getpid())] = composer
     record = {
         "source": source.root,
         "config": name,
@@ -1664,6 +1699,7 @@ def load_dataset(
         "on_missing": on_missing,
         "coverage": "limited to the identities and activities with renders in the source",
         "renders_per_cell": max(index.coverage.variants.values(), default=1),
+        "composition": _composition(composer, index),
     }
     plan = _Plan(selection, index, on_missing, image_prefix)
     if streaming:
@@ -1731,6 +1767,14 @@ def _arrow_file(table: pa.Table, folder: str, name: str) -> str:
             if os.path.exists(tmp):
                 os.unlink(tmp)
     return path
+
+
+def _composition(composer: Composer, index: RenderIndex) -> str:
+    """What the pair pixels are composed from, for the dataset record (pixels differ between the two)."""
+    if not composer.use_reduced or not index.reduced:
+        return "full renders"
+    fits = sum(composer._fits(k) for k in index.locations)
+    return f"reduced copies where both renders of a pair have one covering the tile ({fits} of {len(index.locations)} renders)"
 
 
 def _warn_uncovered(coverage: Coverage, config: str, identities: Any, activities: Any) -> None:

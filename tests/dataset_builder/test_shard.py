@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 from vignette_bench.dataset_builder import shard as shard_mod
+from vignette_bench.dataset_builder.index_schema import REDUCED_COLUMNS
 from vignette_bench.dataset_builder.sample import build_sample, write_placeholder_renders
 from vignette_bench.dataset_builder.shard import ShardError, read_image_bytes, reindex, write_shards
 from vignette_bench.dataset_builder.verify import verify_source
@@ -61,7 +62,8 @@ def test_sample_layout_and_coverage(sample: Path) -> None:
     assert (sample / "README.md").read_text().startswith("---\n")
     assert sorted(p.name for p in (sample / "taxonomy").iterdir()) == sorted(TAXONOMY_FILES)
     index = pd.read_parquet(sample / "renders/index.parquet")
-    assert list(index.columns) == INDEX_COLUMNS
+    assert list(index.columns) == INDEX_COLUMNS + list(REDUCED_COLUMNS)  # 64-px renders: every copy null
+    assert index.reduced_shard.isna().all()
     assert index.key.is_unique and index.placeholder.all()
     assert set(index.gender) == {"male", "female"}
     assert "gender" in set(index.dimension) and index.dimension.nunique() >= 3

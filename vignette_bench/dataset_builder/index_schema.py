@@ -82,6 +82,38 @@ def _row_problem(r: dict) -> str:
     return ""
 
 
+# Optional: a reduced copy of each render, sized for composition (dataset_builder/reduced.py).
+REDUCED_COLUMNS = (
+    "reduced_shard",
+    "reduced_offset",
+    "reduced_length",
+    "reduced_sha256",
+    "reduced_width",
+    "reduced_height",
+)
+REDUCED_SHARD_RE = re.compile(r"^reduced/[a-z0-9_-]+\.tar$")
+
+
+def _reduced_problem(r: dict) -> str:
+    if r.get("reduced_shard") is None:  # this render has no reduced copy: every reduced column is null
+        extra = [c for c in REDUCED_COLUMNS[1:] if r.get(c) is not None]
+        return f"reduced_shard is null but {extra} are not" if extra else ""
+    if not REDUCED_SHARD_RE.match(r["reduced_shard"]):
+        return f"reduced_shard {r['reduced_shard']!r} is not reduced/<name>.tar"
+    for c in REDUCED_COLUMNS[1:]:
+        if r.get(c) is None:
+            return f"{c} is null where reduced_shard is set"
+    if r["reduced_offset"] < TAR_BLOCK or r["reduced_offset"] % TAR_BLOCK:
+        return f"reduced_offset {r['reduced_offset']} is not a tar data offset (a multiple of 512, at least 512)"
+    if not 0 < r["reduced_length"] <= MAX_RENDER_BYTES:
+        return f"reduced_length {r['reduced_length']} is outside 1..{MAX_RENDER_BYTES:,} bytes"
+    if not SHA_RE.match(r["reduced_sha256"]):
+        return f"reduced_sha256 {r['reduced_sha256']!r} is not 64 lowercase hex digits"
+    if not (0 < r["reduced_width"] <= 8192 and 0 < r["reduced_height"] <= 8192):
+        return f"reduced size {r['reduced_width']}x{r['reduced_height']} is not a plausible image size"
+    return ""
+
+
 def index_problems(table: pa.Table, where: str, limit: int = 20) -> list[str]:
     """Every problem of an index table (up to ``limit``), each naming the file, row, key and column."""
     missing = [c for c in REQUIRED if c not in table.column_names]
@@ -90,9 +122,14 @@ def index_problems(table: pa.Table, where: str, limit: int = 20) -> list[str]:
     problems = [f"{where}: {p}" for p in _type_problems(table)]
     if problems:
         return problems
+    reduced = [c for c in REDUCED_COLUMNS if c in table.column_names]
+    if reduced and len(reduced) != len(REDUCED_COLUMNS):
+        return [
+            f"{where}: reduced-copy column(s) {sorted(set(REDUCED_COLUMNS) - set(reduced))} missing beside {reduced}"
+        ]
     seen: dict[str, int] = {}
     for n, r in enumerate(table.to_pylist()):
-        problem = _row_problem(r)
+        problem = _row_problem(r) or (_reduced_problem(r) if reduced else "")
         if not problem and r["key"] in seen:
             problem = f"duplicate key (also row {seen[r['key']]})"
         if problem:

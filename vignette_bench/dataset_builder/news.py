@@ -235,10 +235,18 @@ def write_news(rows: list[tuple[NewsRow, bytes]], out_dir: Path, rows_per_shard:
     dataset = Dataset.from_list(records, features=news_features())
     count = -(-len(records) // rows_per_shard)
     paths = []
-    for index in range(count):
-        path = news_dir / f"{NEWS_SPLIT}-{index:05d}-of-{count:05d}.parquet"
-        dataset.shard(count, index, contiguous=True).to_parquet(str(path))
-        paths.append(path)
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    quiet = are_progress_bars_disabled()
+    disable_progress_bars()  # a bar per tiny shard only clutters the builder's (and the runner's) stderr
+    try:
+        for index in range(count):
+            path = news_dir / f"{NEWS_SPLIT}-{index:05d}-of-{count:05d}.parquet"
+            dataset.shard(count, index, contiguous=True).to_parquet(str(path))
+            paths.append(path)
+    finally:
+        if not quiet:
+            enable_progress_bars()
     # A base-URL source cannot be listed over HTTP: the manifest names the shards.
     (news_dir / MANIFEST).write_text(json.dumps({"files": [p.name for p in paths], "rows": len(records)}, indent=1))
     return paths

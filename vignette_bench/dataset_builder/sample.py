@@ -75,6 +75,7 @@ def build_sample(
     renders_per_cell: int = 1,
     news: bool = True,
     specs: bool = True,
+    reduced: bool = True,
 ) -> Path:
     """Build a complete placeholder source at ``out_dir`` (replacing its renders) and return it: the
     renders, and (``news``) the placeholder news sample and (``specs``) the pair spec tables, so that
@@ -88,6 +89,10 @@ def build_sample(
     with tempfile.TemporaryDirectory(prefix="vignette-sample-") as tmp:
         write_placeholder_renders(Path(tmp), size, identities, activities, renders_per_cell)
         write_shards(Path(tmp), out_dir, fmt=fmt, quality=quality, max_shard_bytes=max_shard_bytes, progress=progress)
+    if reduced:  # copies at 384 px: renders of 384 px or less (small test samples) get none
+        from vignette_bench.dataset_builder.reduced import write_reduced
+
+        write_reduced(out_dir)
     if news:
         from vignette_bench.dataset_builder.news import build_news_sample
 

@@ -153,6 +153,48 @@ def verify_source(root: str, progress: bool = True, decode: bool = False) -> lis
                 )
         for key in sorted(set(actual) - set(rows.key)):
             problems.append(Problem(shard, key, f"in the shard but not in the index; {reindex_hint}"))
+    if "reduced_shard" in index:
+        problems += _reduced_problems(root, index, decode)
+    return problems
+
+
+def _reduced_problems(root: str, index: pd.DataFrame, decode: bool) -> list[Problem]:
+    """Each reduced copy (dataset_builder/reduced.py): its tar member names the key, its bytes have the
+    indexed sha256 and (``decode``) decode to the indexed size."""
+    import io
+
+    from PIL import Image
+
+    hint = f"rebuild them with `vignette build reduce --out {root}`"
+    problems = []
+    for row in index[index.reduced_shard.notna()].itertuples(index=False):
+        shard, offset, length = row.reduced_shard, int(row.reduced_offset), int(row.reduced_length)
+        try:
+            blob = read_image_bytes(root, shard, offset - 512, length + 512)
+        except (FileNotFoundError, OSError) as e:
+            problems.append(Problem(shard, row.key, f"reduced copy unreadable ({e}); {hint}"))
+            continue
+        name = blob[:100].split(b"\0")[0].decode("utf-8", "replace")
+        if name != f"{row.key}.jpg":
+            problems.append(Problem(shard, row.key, f"the tar member at byte {offset} is {name!r}; {hint}"))
+        elif hashlib.sha256(blob[512:]).hexdigest() != row.reduced_sha256:
+            problems.append(Problem(shard, row.key, f"reduced copy bytes do not match the index sha256; {hint}"))
+        elif decode:
+            try:
+                with Image.open(io.BytesIO(blob[512:])) as im:
+                    im.load()
+                    size = im.size
+            except (OSError, SyntaxError) as e:
+                problems.append(Problem(shard, row.key, f"reduced copy cannot be decoded ({e}); {hint}"))
+                continue
+            if size != (row.reduced_width, row.reduced_height):
+                problems.append(
+                    Problem(
+                        shard,
+                        row.key,
+                        f"reduced copy is {size}, the index says {row.reduced_width}x{row.reduced_height}; {hint}",
+                    )
+                )
     return problems
 
 

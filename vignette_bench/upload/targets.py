@@ -19,7 +19,14 @@ from vignette_bench.upload.plan import CreateRepo, RemoteFile, Step, UploadFolde
 # Files of the source layout (docs/FORMATS.md) that no `configs:` entry names.
 # Files a source holds beside its card's (parquet) configs: the taxonomy, the renders' WebDataset shards
 # (read through the index, or with the webdataset builder) and the news subset's manifest.
-LAYOUT_FILES = ("README.md", "taxonomy/*.csv", "renders/index.parquet", "renders/*.tar", "news/manifest.json")
+LAYOUT_FILES = (
+    "README.md",
+    "taxonomy/*.csv",
+    "renders/index.parquet",
+    "renders/*.tar",
+    "reduced/*.tar",
+    "news/manifest.json",
+)
 SAFE_PATH = re.compile(r"^[A-Za-z0-9_./-]+$")
 # evaluate 0.4.6's launch_gradio_widget uses gr.inputs/gr.outputs, which gradio 4 removed.
 GRADIO_SDK_VERSION = "3.50.2"
