@@ -169,21 +169,57 @@ def split_contrasts(
         ),
         {0: 1.0},
     )
-    sizes = np.bincount(owner, minlength=int(target_owner.max()) + 1)[target_owner]
-    chunk = (np.cumsum(sizes) - 1) // max_rows  # consecutive targets, about max_rows expanded rows each
+    # Every estimator downstream uses only (target, cluster, side, part) sums of y and n, so a target's
+    # "other keys" part is the owner's (cluster, side) total minus the key's own cells: one row per
+    # (target, cluster, side) instead of every owner cell repeated for each of the owner's targets
+    # (log-odds: x the number of contexts). The counts are whole numbers, so the sums are exact and the
+    # results equal those of the expanded cells.
+    cluster, _ = pd.factorize(cells["cluster"])
+    side = cells["side"].to_numpy().astype(np.int64)
+    y, n = cells["y"].to_numpy(dtype=float), cells["n"].to_numpy(dtype=float)
+    n_sides = int(side.max()) + 1 if len(side) else 1
+    n_clusters = int(cluster.max()) + 1 if len(cluster) else 1
+    # owner totals per (cluster, side)
+    cs = cluster.astype(np.int64) * n_sides + side
+    oc = owner.astype(np.int64) * (n_clusters * n_sides) + cs
+    oc_keys, oc_inv = np.unique(oc, return_inverse=True)
+    tot_y, tot_n = np.bincount(oc_inv, weights=y), np.bincount(oc_inv, weights=n)
+    tot_owner = oc_keys // (n_clusters * n_sides)
+    tot_cs = oc_keys % (n_clusters * n_sides)
+    # the target (if any) each cell's own key makes it part of
+    n_keys = int(max(key.max(initial=-1), target_key.max(initial=-1))) + 1
+    target_code = target_owner.astype(np.int64) * n_keys + target_key
+    cell_code = owner.astype(np.int64) * n_keys + key
+    order = np.argsort(target_code, kind="stable")
+    pos = np.searchsorted(target_code[order], cell_code)
+    pos = np.minimum(pos, len(order) - 1)
+    cell_target = np.where(target_code[order][pos] == cell_code, order[pos], -1)
+    sizes = np.bincount(tot_owner, minlength=int(target_owner.max()) + 1)[target_owner]
+    chunk = (np.cumsum(sizes) - 1) // max_rows  # consecutive targets, about max_rows rows each
     out = []
     for c in np.unique(chunk):
         t = np.flatnonzero(chunk == c)
-        rows, tgt = expand(owner, target_owner[t])
+        rows, tgt = expand(tot_owner, target_owner[t])  # every (cluster, side) total of each target's owner
+        targets = t[tgt]
+        own = np.flatnonzero(np.isin(cell_target, t))  # the targets' own cells
+        own_code = cell_target[own] * (n_clusters * n_sides) + cs[own]
+        all_code = targets.astype(np.int64) * (n_clusters * n_sides) + tot_cs[rows]
+        # subtract each target's own cells from its owner's totals (one own cell per (target, cluster, side))
+        sorter = np.argsort(all_code, kind="stable")
+        at = sorter[np.searchsorted(all_code, own_code, sorter=sorter)]
+        other_y, other_n = tot_y[rows].copy(), tot_n[rows].copy()
+        np.subtract.at(other_y, at, y[own])
+        np.subtract.at(other_n, at, n[own])
         frame = pd.DataFrame(
             {
-                "target": t[tgt],
-                "cluster": cells["cluster"].to_numpy()[rows],
-                "side": cells["side"].to_numpy()[rows],
-                "part": np.where(key[rows] == target_key[t][tgt], 0, 1),
-                "y": cells["y"].to_numpy()[rows],
-                "n": cells["n"].to_numpy()[rows],
+                "target": np.concatenate([cell_target[own], targets]),
+                "cluster": np.concatenate([cluster[own], tot_cs[rows] // n_sides]),
+                "side": np.concatenate([side[own], tot_cs[rows] % n_sides]),
+                "part": np.concatenate([np.zeros(len(own), np.int64), np.ones(len(rows), np.int64)]),
+                "y": np.concatenate([y[own], other_y]),
+                "n": np.concatenate([n[own], other_n]),
             }
         )
+        frame = frame.iloc[np.argsort(frame["target"].to_numpy(), kind="stable")]
         out.append(side_balanced_contrasts(frame, {0: 1.0, 1: -1.0}, 0.0, alpha, icc=icc, constant_parts=True))
     return pd.concat(out)

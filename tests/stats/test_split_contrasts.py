@@ -1,0 +1,52 @@
+"""split_contrasts sums a target's "other keys" part per (cluster, side) instead of repeating every owner
+cell for each of the owner's targets; the estimators only use those sums, so the results must equal the
+plain expansion's (here: every owner cell, part 0 for the target's key, 1 otherwise)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vignette_bench.stats.verdicts import side_balanced_contrasts, split_contrasts
+
+
+def _expanded(cells: pd.DataFrame, target_owner: np.ndarray, target_key: np.ndarray) -> pd.DataFrame:
+    """The reference: for each target, all of its owner's cells, split by key."""
+    from vignette_bench.stats.verdicts import estimate_icc
+
+    icc = estimate_icc(cells.assign(target=cells["owner"], component=0), {0: 1.0})
+    frames = []
+    for t, (o, k) in enumerate(zip(target_owner, target_key)):
+        mine = cells[cells["owner"] == o]
+        frames.append(mine.assign(target=t, part=np.where(mine["key"] == k, 0, 1)))
+    frame = pd.concat(frames)[["target", "cluster", "side", "part", "y", "n"]]
+    return side_balanced_contrasts(frame, {0: 1.0, 1: -1.0}, 0.0, 0.05, icc=icc, constant_parts=True)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_split_contrasts_equal_the_expanded_cells(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    rows = []
+    n_key, n_cluster = 6, 25
+    for o in range(4):
+        for c in rng.choice(n_cluster, size=rng.integers(5, n_cluster), replace=False):
+            for s in rng.choice([0, 1, 2], size=rng.integers(1, 3), replace=False):  # left, right, unknown
+                for k in rng.choice(n_key, size=rng.integers(1, n_key + 1), replace=False):
+                    n = int(rng.integers(0, 5))
+                    rows.append((o, k, f"img{c}", s, int(rng.integers(0, n + 1)) if n else 0, n))
+    cells = pd.DataFrame(rows, columns=["owner", "key", "cluster", "side", "y", "n"])
+    targets = cells[["owner", "key"]].drop_duplicates().sample(frac=1, random_state=seed)
+    target_owner = np.r_[targets["owner"].to_numpy(), 0]
+    target_key = np.r_[targets["key"].to_numpy(), n_key + 1]  # a target with no cells of its own
+    want = _expanded(cells, target_owner, target_key).sort_index()
+    for max_rows in (4_000_000, 9):  # one chunk, and many
+        got = split_contrasts(
+            cells, cells["owner"].to_numpy(), cells["key"].to_numpy(), target_owner, target_key, max_rows=max_rows
+        ).sort_index()
+        assert list(got.index) == list(want.index) and list(got.columns) == list(want.columns)
+        for col in want.columns:
+            if want[col].dtype.kind == "f":
+                np.testing.assert_allclose(got[col].to_numpy(), want[col].to_numpy(), rtol=1e-12, atol=1e-12)
+            else:
+                assert got[col].tolist() == want[col].tolist(), col
