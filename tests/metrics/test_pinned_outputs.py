@@ -1,0 +1,126 @@
+"""Pins the four metric modules' outputs (tables, column order, numbers to 1e-12) on seeded inputs
+with pair-image clusters, render-key clusters and side preference, so a rewrite of the statistics
+(vignette_bench.stats) for speed must give the same results.
+
+Regenerate the golden file only for an intended change of the statistics:
+    HF_HUB_OFFLINE=1 .venv/bin/python -m tests.metrics.test_pinned_outputs
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import evaluate
+import numpy as np
+import pytest
+
+from tests import REPO_ROOT
+
+GOLDEN = Path(__file__).parent / "data" / "pinned_outputs.json"
+TABLES = {"selection_frequency": "identities", "log_odds": "cells", "pair_comp": "pairs", "polarity": "scores"}
+DIMS = ("ability", "morality", "status")
+
+
+def inputs(seed: int, n_rows: int, render_clusters: bool) -> dict:
+    """Two identities per pair image, 12 questions per image; the left person is preferred (0.6)
+    and identity_0 is chosen more for the first terms, so effects and side balance are non-trivial."""
+    rng = np.random.default_rng(seed)
+    n_ids, n_terms, per_image = 8, 6, 12
+    n_images = math.ceil(n_rows / per_image)
+    left = rng.integers(0, n_ids, n_images)
+    right = (left + rng.integers(1, n_ids, n_images)) % n_ids
+    image = np.repeat(np.arange(n_images), per_image)[:n_rows]
+    term = rng.integers(0, n_terms, n_rows)
+    p_left = 0.6 + 0.2 * ((left[image] == 0) & (term < 2)) - 0.2 * ((right[image] == 0) & (term < 2))
+    chose_left = rng.random(n_rows) < p_left
+    invalid = rng.random(n_rows) < 0.05
+    rows: dict[str, list] = {k: [] for k in ("selected", "candidates", "context", "direction", "trait_dimension")}
+    rows.update(candidate_sides=[], group=[], chose_left=[])
+    if render_clusters:
+        rows["candidate_clusters"] = []
+    for i in range(n_rows):
+        a, b = f"identity_{left[image[i]]}", f"identity_{right[image[i]]}"
+        rows["selected"].append("" if invalid[i] else (a if chose_left[i] else b))
+        rows["candidates"].append([a, b])
+        rows["candidate_sides"].append(["left", "right"])
+        rows["context"].append(f"term_{term[i]}")
+        rows["direction"].append("high" if term[i] % 2 == 0 else "low")
+        rows["trait_dimension"].append(DIMS[term[i] // 2])
+        rows["group"].append(f"img{image[i]}")
+        rows["chose_left"].append(None if invalid[i] else bool(chose_left[i]))
+        if render_clusters:
+            # A render key per person and image, shared by a few images (the same render reused).
+            rows["candidate_clusters"].append(
+                [f"r{left[image[i]]}_{image[i] % 5}", f"r{right[image[i]]}_{image[i] % 7}"]
+            )
+    return rows
+
+
+CASES = {"pair_images_seed1": (1, 600, False), "pair_images_seed2": (2, 900, False), "renders_seed3": (3, 700, True)}
+
+
+def _kwargs(name: str, rows: dict) -> dict:
+    if name == "polarity":
+        return rows
+    return {k: v for k, v in rows.items() if k not in ("direction", "trait_dimension")}
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def outputs() -> dict:
+    metrics = {name: evaluate.load(str(REPO_ROOT / "metrics" / name)) for name in TABLES}
+    out: dict = {}
+    for case, (seed, n, renders) in CASES.items():
+        rows = inputs(seed, n, renders)
+        for name, table in TABLES.items():
+            result = metrics[name].compute(**_kwargs(name, rows))
+            out[f"{case}/{name}"] = {"table": _plain(result[table]), "summary": _plain(result["summary"])}
+    return out
+
+
+def _same(got, want, where: str) -> None:
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and list(got) == list(want), f"{where}: keys {list(got)} != {list(want)}"
+        for k in want:
+            _same(got[k], want[k], f"{where}.{k}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), f"{where}: length differs"
+        for i, (g, w) in enumerate(zip(got, want)):
+            _same(g, w, f"{where}[{i}]")
+    elif isinstance(want, float) and not isinstance(want, bool):
+        if math.isnan(want):
+            assert isinstance(got, float) and math.isnan(got), f"{where}: {got} != nan"
+        else:
+            assert got == pytest.approx(want, rel=1e-12, abs=1e-12), f"{where}: {got} != {want}"
+    else:
+        assert got == want, f"{where}: {got!r} != {want!r}"
+
+
+@pytest.fixture(scope="module")
+def current() -> dict:
+    return outputs()
+
+
+@pytest.mark.parametrize("key", [f"{c}/{n}" for c in CASES for n in TABLES])
+def test_outputs_match_pinned(current, key):
+    want = json.loads(GOLDEN.read_text())[key]
+    # JSON turns NaN into NaN floats and ints stay ints; compare through the same round trip.
+    got = json.loads(json.dumps(current[key]))
+    assert all(len(col) for col in want["table"].values()), f"{key}: the pinned table is empty, so it pins nothing"
+    _same(got, want, key)
+
+
+if __name__ == "__main__":
+    GOLDEN.parent.mkdir(exist_ok=True)
+    GOLDEN.write_text(json.dumps(outputs(), indent=1, sort_keys=False) + "\n")
+    print(f"wrote {GOLDEN}")
