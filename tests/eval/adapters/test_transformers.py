@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 
 import numpy as np
@@ -17,6 +18,9 @@ from vignette_bench.eval.adapters.tiny import FAMILIES, build_tiny_vlm
 from vignette_bench.eval.adapters.transformers_adapter import TransformersAdapter
 
 LR = ("the person on the left", "the person on the right")
+# The device the adapters under test run on: cpu here and in CI; `VIGNETTE_TEST_DEVICE=cuda` runs this whole
+# file on a GPU (benchmarks/gpu_check.sh does, on a lent GPU machine).
+DEVICE = os.environ.get("VIGNETTE_TEST_DEVICE", "cpu")
 
 
 @pytest.fixture(scope="session")
@@ -30,6 +34,8 @@ _adapters: dict = {}
 
 
 def adapter(tiny_models, family: str, **kwargs) -> TransformersAdapter:
+    if "device_map" not in kwargs:
+        kwargs.setdefault("device", DEVICE)
     key = (family, tuple(sorted(kwargs.items())))
     if key not in _adapters:
         _adapters[key] = TransformersAdapter(tiny_models[family], **kwargs)
@@ -312,6 +318,24 @@ def test_device_map_auto_loads_and_answers_like_a_plain_load(tiny_models) -> Non
     assert [r.choice for r in a] == [r.choice for r in b]
     assert all(np.allclose(x.probabilities, y.probabilities, atol=1e-5) for x, y in zip(a, b))
     assert mapped.provenance()["device_map"]["strategy"] == "auto"
+
+
+def test_device_map_splits_one_model_over_a_gpu_and_the_cpu(tiny_models) -> None:
+    """A model larger than its GPU budget: accelerate puts what fits on GPU 0 and the rest on the CPU, and the
+    scores equal a plain one-GPU load. Needs CUDA (skipped on CPU machines and in CI; benchmarks/gpu_check.sh
+    runs it on a lent GPU)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device: benchmarks/gpu_check.sh runs it on a GPU machine")
+    plain = TransformersAdapter(tiny_models["llava"], mode="score", device="cuda")
+    weights = sum(p.numel() * p.element_size() for p in plain.model.parameters())
+    budget = f"0:{max(1, weights // 2 // 1024)}KiB,cpu:2GiB"  # half the weights fit on the GPU
+    mapped = TransformersAdapter(tiny_models["llava"], mode="score", device_map="auto", max_memory=budget)
+    placement = set(mapped.provenance()["device_map"]["placement"].values())
+    assert "cpu" in placement and placement - {"cpu"}, placement  # really split over both
+    qs = questions()
+    for x, y in zip(plain.choose(qs), mapped.choose(qs)):
+        assert x.choice == y.choice
+        assert x.extras["option_logprobs"] == pytest.approx(y.extras["option_logprobs"], abs=1e-4)
 
 
 @pytest.mark.parametrize(

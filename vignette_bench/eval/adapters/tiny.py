@@ -225,6 +225,30 @@ def _build_mllama(tok: Any, out: Path) -> None:
     _save(MllamaForConditionalGeneration(config), processor, out)
 
 
+# The video processor each family's processor must hold where torchvision is installed.
+_VIDEO_PROCESSORS = {
+    "qwen2_vl": "Qwen2VLVideoProcessor",
+    "qwen2_5_vl": "Qwen2VLVideoProcessor",
+    "qwen3_vl": "Qwen3VLVideoProcessor",
+    "internvl": "InternVLVideoProcessor",
+}
+
+
+def _processor_with_video_slot(model_type: str, cls: type, **kwargs: Any) -> Any:
+    """`cls(**kwargs)` for a processor with a video slot. Where torchvision is installed (most GPU machines)
+    transformers requires a video processor, so a default one is added (videos are never used here); where it
+    is missing no video processor can be built, so the image-only class drops the slot."""
+    import transformers
+
+    from .transformers_adapter import image_only_processor
+
+    image_only = image_only_processor(model_type)
+    if image_only is not None:
+        return image_only(**kwargs)
+    video = getattr(transformers, _VIDEO_PROCESSORS[model_type])()
+    return cls(video_processor=video, **kwargs)
+
+
 _QWEN_TEMPLATE = dict(
     turn_open="<|im_start|>{{ message['role'] }}\n",
     turn_close="<|im_end|>\n",
@@ -268,9 +292,9 @@ def _build_qwen2_vl(tok: Any, out: Path) -> None:
     from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLProcessor
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-    from .transformers_adapter import image_only_processor
-
-    processor = (image_only_processor("qwen2_vl") or Qwen2VLProcessor)(
+    processor = _processor_with_video_slot(
+        "qwen2_vl",
+        Qwen2VLProcessor,
         image_processor=Qwen2VLImageProcessorPil(size=_QWEN_IMAGE_SIZE),
         tokenizer=tok,
         chat_template=_chat_template(**_QWEN_TEMPLATE),
@@ -293,9 +317,9 @@ def _build_qwen2_5_vl(tok: Any, out: Path) -> None:
     from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-    from .transformers_adapter import image_only_processor
-
-    processor = (image_only_processor("qwen2_5_vl") or Qwen2_5_VLProcessor)(
+    processor = _processor_with_video_slot(
+        "qwen2_5_vl",
+        Qwen2_5_VLProcessor,
         image_processor=Qwen2VLImageProcessorPil(size=_QWEN_IMAGE_SIZE),
         tokenizer=tok,
         chat_template=_chat_template(**_QWEN_TEMPLATE),
@@ -320,15 +344,15 @@ def _build_qwen3_vl(tok: Any, out: Path, moe: bool = False) -> None:
     from transformers import Qwen3VLProcessor
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-    from .transformers_adapter import image_only_processor
-
     # Qwen3-VL: 16 px patches, merged 2x2; 64x128 px at most -> 4x8 patches, 8 image tokens.
     image_processor = Qwen2VLImageProcessorPil(
         size={"shortest_edge": 64 * 64, "longest_edge": 64 * 128},
         patch_size=16,
         merge_size=2,
     )
-    processor = (image_only_processor("qwen3_vl") or Qwen3VLProcessor)(
+    processor = _processor_with_video_slot(
+        "qwen3_vl",
+        Qwen3VLProcessor,
         image_processor=image_processor,
         tokenizer=tok,
         chat_template=_chat_template(**_QWEN_TEMPLATE),
@@ -369,13 +393,13 @@ def _build_internvl(tok: Any, out: Path) -> None:
     from transformers.models.got_ocr2.image_processing_pil_got_ocr2 import GotOcr2ImageProcessorPil
     from transformers.models.internvl.configuration_internvl import InternVLVisionConfig
 
-    from .transformers_adapter import image_only_processor
-
     tile, patch, downsample = 56, 14, 0.5
     image_processor = GotOcr2ImageProcessorPil(
         size={"height": tile, "width": tile}, crop_to_patches=True, max_patches=2
     )
-    processor = (image_only_processor("internvl") or InternVLProcessor)(
+    processor = _processor_with_video_slot(
+        "internvl",
+        InternVLProcessor,
         image_processor=image_processor,
         tokenizer=tok,
         image_seq_length=int((tile // patch) ** 2 * downsample**2),
