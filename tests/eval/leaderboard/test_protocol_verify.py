@@ -293,3 +293,33 @@ def test_the_board_page_in_a_real_browser(tree: Path, tmp_path: Path) -> None:
     finally:
         driver.quit()
     assert (tmp_path / "board.png").stat().st_size > 10_000
+
+
+# --- score-mode agreement: rounding noise and near-ties are not fabrication --------------------------------
+
+
+def test_score_agreement_forgives_rounding_and_recorded_near_ties_only() -> None:
+    from vignette_bench.eval.leaderboard.verify import score_agreement
+
+    opts = ["A", "B", "C"]
+    assert score_agreement(opts, "A", "A", [0.6, 0.3, 0.1], [0.6, 0.3, 0.1], 0.02) == (True, 0.0, False)
+    ok, d, tie = score_agreement(opts, "A", "A", [0.6, 0.3, 0.1], [0.57, 0.33, 0.1], 0.02)
+    assert not ok and d == pytest.approx(0.03) and not tie  # beyond the tolerance
+    # bf16 rounding flips a recorded near-tie: agreement, counted as a tie
+    assert score_agreement(opts, "B", "A", [0.49, 0.5, 0.01], [0.5, 0.49, 0.01], 0.02)[::2] == (True, True)
+    # a recorded choice its own probabilities contradict (fabricated) is no tie, even with equal probabilities
+    assert score_agreement(opts, "A", "B", [0.1, 0.8, 0.1], [0.1, 0.8, 0.1], 0.02) == (False, 0.0, False)
+    assert score_agreement(opts, "A", "A", None, [0.6, 0.3, 0.1], 0.02)[0] is False  # no probabilities recorded
+
+
+def test_half_precision_on_either_side_widens_the_tolerance() -> None:
+    from types import SimpleNamespace
+
+    from vignette_bench.eval.leaderboard.verify import PROB_TOL, PROB_TOL_HALF, prob_tolerance
+
+    fp32 = SimpleNamespace(model=SimpleNamespace(dtype="torch.float32"))
+    bf16 = SimpleNamespace(model=SimpleNamespace(dtype="torch.bfloat16"))
+    assert prob_tolerance({"dtype": "torch.float32"}, fp32) == PROB_TOL
+    assert prob_tolerance({"dtype": "torch.bfloat16"}, fp32) == PROB_TOL_HALF
+    assert prob_tolerance({"dtype": "torch.float32"}, bf16) == PROB_TOL_HALF
+    assert prob_tolerance({}, object()) == PROB_TOL  # a reference responder: no dtype

@@ -6,11 +6,16 @@ sha256), so nobody can know it before submitting. Each chosen question is rebuil
 own code from the entry's run settings and source (same pair image, wording and option order) and
 put to the named model. Then:
 
-* greedy choice and score mode (deterministic): the re-asked choice must equal the recorded one on
-  at least ``min_agreement`` (default 95%) of the subset, and in score mode the probabilities must
-  agree within ``prob_tol`` (default 0.02) on at least as many; the margin absorbs near-ties that flip
-  across GPUs and kernels. Altering a share f of the answers passes only if the subset of n happens to
-  hold at most 5% of them: for f = 0.3 and n = 50, P < 1e-4.
+* greedy choice and score mode (deterministic): the re-asked answer must agree with the recorded one on
+  at least ``min_agreement`` (default 95%) of the subset. Greedy: the same choice. Score mode: every
+  option's probability within a tolerance, and the same choice unless the recorded probabilities call
+  it a near-tie (the re-asked choice's recorded probability within twice the tolerance of the recorded
+  choice's), because a tie flips with the kernels' rounding. The tolerance is 0.02 for float32 runs and
+  0.05 where either run is bf16/fp16: on one H200 at LLaVA-1.6-7B shapes in bf16, changing only the
+  batch settings moved probabilities by up to 0.031 and flipped 3 of 160 choices on near-ties
+  (benchmarks/gpu_score_memory.md), which failed an honest entry at 0.02 with equal choices required.
+  Altering a share f of the answers passes only if the subset of n happens to hold at most 5% of
+  them: for f = 0.3 and n = 50, P < 1e-4.
 * sampled answers (temperature > 0 in the adapter settings): agreement of two samples is compared with
   chance (the mean 1/options) by a one-sided binomial test; p < 0.01 passes.
 
@@ -38,7 +43,9 @@ from scipy import stats
 from vignette_bench.eval.leaderboard.entry import EntryError, validate
 
 MIN_AGREEMENT = 0.95
-PROB_TOL = 0.02
+PROB_TOL = 0.02  # float32 on both sides
+PROB_TOL_HALF = 0.05  # bf16/fp16 on either side (module docstring: measured up to 0.031 on a GPU)
+_HALF_DTYPES = ("bfloat16", "float16")
 ALPHA_SAMPLED = 0.01
 
 
@@ -52,6 +59,8 @@ class Verification:
     n_agreed: int
     agreement: float
     max_prob_diff: float | None
+    prob_tol: float | None  # score mode: the per-probability tolerance used
+    near_tie_flips: int  # score mode: choices that flipped on a recorded near-tie, counted as agreeing
     p_value: float | None  # sampled mode: binomial test of agreement vs chance
     passed: bool
     reason: str
@@ -96,6 +105,33 @@ def _mode(entry: dict, frame: Any) -> str:
     temperature = adapter.get("temperature") or (adapter.get("generation") or {}).get("temperature")
     sampled = adapter.get("do_sample") or (isinstance(temperature, (int, float)) and temperature > 0)
     return "sampled" if sampled else "greedy"
+
+
+def prob_tolerance(entry_adapter: dict[str, Any], adapter: Any) -> float:
+    """PROB_TOL, or PROB_TOL_HALF when the recorded run or the re-asking model computes in bf16/fp16."""
+    dtypes = [str(entry_adapter.get("dtype") or ""), str(getattr(getattr(adapter, "model", None), "dtype", ""))]
+    return PROB_TOL_HALF if any(h in d for d in dtypes for h in _HALF_DTYPES) else PROB_TOL
+
+
+def score_agreement(
+    options: list[str], recorded: str | None, re_asked: str | None, p_old: Any, p_new: Any, tol: float
+) -> tuple[bool, float, bool]:
+    """(agrees, largest |probability difference|, near-tie flip) of one score-mode answer."""
+    if p_old is None or p_new is None or len(p_old) != len(p_new):
+        return False, float("nan"), False
+    old, new = np.asarray(p_old, float), np.asarray(p_new, float)
+    d = float(np.max(np.abs(old - new)))
+    if d > tol:
+        return False, d, False
+    if recorded == re_asked:
+        return True, d, False
+    opts = list(options)
+    if recorded not in opts or re_asked not in opts:
+        return False, d, False
+    # A tie only if the recorded probabilities say so: a recorded choice that its own probabilities contradict
+    # (a fabricated one) stays a mismatch.
+    tie = bool(abs(old[opts.index(re_asked)] - old[opts.index(recorded)]) <= 2 * tol)
+    return tie, d, tie
 
 
 def verify(
@@ -144,22 +180,28 @@ def verify(
             answers[q.question_id] = q.response(r, "")
 
     mode = _mode(entry, frame)
-    agreed = 0
+    score_tol = prob_tolerance(entry.get("adapter") or {}, adapter)
+    tol = score_tol if mode == "score" else None
+    agreed = near_ties = 0
     diffs: list[float] = []
     mismatches: list[dict[str, Any]] = []
     chance: list[float] = []
     for qid, rec in recorded.iterrows():
         new = answers[qid]
-        same = (rec["choice"] if isinstance(rec["choice"], str) else None) == new["choice"]
+        old_choice = rec["choice"] if isinstance(rec["choice"], str) else None
+        same = old_choice == new["choice"]
         if mode == "score":
-            p_old = rec.get("probabilities")
-            p_new = new["probabilities"]
-            if p_old is not None and p_new is not None and len(p_old) == len(p_new):
-                d = float(np.max(np.abs(np.asarray(p_old, float) - np.asarray(p_new, float))))
+            same, d, tie = score_agreement(
+                list(rec["options"]),
+                old_choice,
+                new["choice"],
+                rec.get("probabilities"),
+                new["probabilities"],
+                score_tol,
+            )
+            if d == d:  # not NaN: both runs gave probabilities
                 diffs.append(d)
-                same = same and d <= PROB_TOL
-            else:
-                same = False
+            near_ties += int(tie)
         agreed += int(same)
         chance.append(1.0 / max(len(rec["options"]), 1))
         if not same and len(mismatches) < 10:
@@ -175,7 +217,9 @@ def verify(
         passed = rate >= MIN_AGREEMENT
         reason = f"{agreed} of {n_checked} re-asked answers equal the recorded ones (passes at >= {MIN_AGREEMENT:.0%})"
         if mode == "score":
-            reason += f", probabilities within {PROB_TOL}"
+            reason += f", probabilities within {tol}"
+            if near_ties:
+                reason += f" ({near_ties} choice flips on recorded near-ties)"
     return Verification(
         entry["entry_id"],
         entry_digest(entry),
@@ -185,6 +229,8 @@ def verify(
         agreed,
         rate,
         max(diffs) if diffs else None,
+        tol,
+        near_ties,
         p_value,
         bool(passed),
         reason,
