@@ -4,8 +4,12 @@
 #      score mode against plain and whole-string forwards, both modes, device_map split over GPU and CPU;
 #   2. `vignette run` under torchrun with a tiny LLaVA-NeXT on `device=cuda` (rank -> cuda:$LOCAL_RANK);
 #   3. benchmarks/gpu_score_memory.py: score-mode memory and time at LLaVA-1.6-7B shapes (random weights).
-# Wheels the machine lacks (transformers 5.23, outlines, datasets ...) travel in .whl/, a sample source in
-# .gpu_carry/sample (built with `vignette build sample --out .gpu_carry/sample`). Logs go to $OUT.
+# Wheels the machine lacks travel in .whl/ (pure Python or cp312 manylinux; the run on 2026-11-26 carried
+# transformers==5.23.0 outlines==1.3.3 outlines_core==0.2.14 diskcache genson jsonschema
+# jsonschema-specifications referencing rpds-py pydantic pydantic-core annotated-types typing-inspection
+# regex typing_extensions datasets==5.2.0 dill multiprocess webdataset==1.0.2 braceexpand, fetched with
+# `pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 -d .whl`),
+# a sample source in .gpu_carry/sample (`vignette build sample --out .gpu_carry/sample`). Logs go to $OUT.
 # SECTIONS=13 runs only sections 1 and 3 (default: all).
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu_check}

@@ -169,20 +169,71 @@ class _Table:
         live = self.n.sum(axis=1) > 0
         self.n, self.y, self.cluster_target = self.n[live], self.y[live], self.cluster_target[live]
 
+    def _segments_by_target(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row order grouping each target's rows, segment starts in that order, each segment's target)."""
+        if not hasattr(self, "_segments"):
+            order = np.argsort(self.cluster_target, kind="stable")
+            ct = self.cluster_target[order]
+            starts = np.flatnonzero(np.r_[True, ct[1:] != ct[:-1]]) if len(ct) else np.zeros(0, np.int64)
+            self._segments = (order, starts, ct[starts])
+        return self._segments
+
     def per_target(self, values: np.ndarray) -> np.ndarray:
         """Sum (clusters x ...) rows to (targets x ...)."""
         flat = values.reshape(len(values), int(np.prod(values.shape[1:])))
         out = np.zeros((self.T, flat.shape[1]))
         if len(flat):
             # one segmented sum over all columns (a bincount per column is slow when there are many)
-            if not hasattr(self, "_segments"):
-                order = np.argsort(self.cluster_target, kind="stable")
-                ct = self.cluster_target[order]
-                starts = np.flatnonzero(np.r_[True, ct[1:] != ct[:-1]])
-                self._segments = (order, starts, ct[starts])
-            order, starts, targets = self._segments
+            order, starts, targets = self._segments_by_target()
             out[targets] = np.add.reduceat(flat[order], starts, axis=0)
         return out.reshape((self.T,) + values.shape[1:])
+
+    def gram(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        """Per target, the sum over its rows of outer(left_c, right_c): (targets, p, q).
+
+        One matrix product per target instead of a (rows, p, q) array of outer products: the
+        Bell-McCaffrey sums need 3K x 3K per row, which at 10M answers was gigabytes and most of the time.
+        """
+        out = np.zeros((self.T, left.shape[1], right.shape[1]))
+        if not len(left):
+            return out
+        order, starts, targets = self._segments_by_target()
+        L, R = left[order], right[order]
+        ends = np.r_[starts[1:], len(L)]
+        if len(L) >= _ROWS_PER_PRODUCT * len(starts):
+            for t, a, b in zip(targets.tolist(), starts.tolist(), ends.tolist()):
+                out[t] = L[a:b].T @ R[a:b]
+            return out
+        # Many targets with few rows each: segmented sums of outer products over the targets that start in
+        # one window of rows at a time (memory: about a window of rows x p x q).
+        cuts = np.searchsorted(starts, np.arange(0, len(L), _GRAM_BLOCK))
+        for lo, hi in zip(cuts.tolist(), [*cuts[1:].tolist(), len(starts)]):
+            if lo == hi:
+                continue
+            a, b = int(starts[lo]), int(ends[hi - 1])
+            outer = L[a:b, :, None] * R[a:b, None, :]
+            out[targets[lo:hi]] = np.add.reduceat(outer, starts[lo:hi] - a, axis=0)
+        return out
+
+    def row_quadratic(self, z: np.ndarray, per_target: np.ndarray) -> np.ndarray:
+        """z_c' M_t z_c for every row c of target t, with M = per_target (targets, K, K), a block of rows at a time."""
+        out = np.empty(len(z))
+        for lo in range(0, len(z), _GRAM_BLOCK):
+            zz = z[lo : lo + _GRAM_BLOCK]
+            out[lo : lo + _GRAM_BLOCK] = np.einsum(
+                "ci,cij,cj->c", zz, per_target[self.cluster_target[lo : lo + _GRAM_BLOCK]], zz
+            )
+        return out
+
+    def count_gram(self) -> np.ndarray:
+        """Per target, sum over its clusters of n_c n_c' (targets, K, K); used twice per test, so kept."""
+        if not hasattr(self, "_count_gram"):
+            self._count_gram = self.gram(self.n, self.n)
+        return self._count_gram
+
+
+_ROWS_PER_PRODUCT = 16  # average rows per target above which one matrix product per target is faster
+_GRAM_BLOCK = 65536  # rows per window of the vectorised fallbacks: bounded memory
 
 
 def estimate_icc(cells: pd.DataFrame, coefficients: Mapping[Hashable, float]) -> float:
@@ -232,8 +283,7 @@ def _working_scale(tab: _Table, w: np.ndarray, h: np.ndarray, N: np.ndarray, rho
     nw, nz = (n * w).sum(axis=1), (n * z).sum(axis=1)
     wSw = (1.0 - rho) * (n * w * w).sum(axis=1) + rho * nw * nw
     zSw = (1.0 - rho) * (n * z * w).sum(axis=1) + rho * nz * nw
-    NtN = tab.per_target(n[:, :, None] * n[:, None, :])[tab.cluster_target]
-    zSz = (1.0 - rho) * (N * z * z).sum(axis=1) + rho * np.einsum("ci,cij,cj->c", z, NtN, z)
+    zSz = (1.0 - rho) * (N * z * z).sum(axis=1) + rho * tab.row_quadratic(z, tab.count_gram())
     expected = wSw - 2.0 * zSw + zSz
     with np.errstate(divide="ignore", invalid="ignore"):
         # expected <= 0 only when one cluster holds a whole component (flagged too_few_clusters)
@@ -258,9 +308,9 @@ def _bm_df(tab: _Table, k: np.ndarray, h: np.ndarray, N: np.ndarray, rho: float)
     sN = s[:, None] * n
     D = (1.0 - rho) * (k * k * n).sum(axis=1) + rho * s * s
     U = np.concatenate([W, Z, sN], axis=1)
-    P = tab.per_target(U[:, :, None] * U[:, None, :])  # (T, 3K, 3K)
-    Q = tab.per_target(D[:, None, None] * U[:, :, None] * U[:, None, :])
-    NtN = tab.per_target(n[:, :, None] * n[:, None, :])  # (T, K, K)
+    P = tab.gram(U, U)  # (T, 3K, 3K)
+    Q = tab.gram(D[:, None] * U, U)
+    NtN = tab.count_gram()  # (T, K, K)
     Cm = np.zeros((tab.T, 3 * K, 3 * K))
     eye = np.eye(K)
     Cm[:, :K, :K] = -(1.0 - rho) * eye

@@ -204,9 +204,15 @@ def split_contrasts(
         own = np.flatnonzero(np.isin(cell_target, t))  # the targets' own cells
         own_code = cell_target[own] * (n_clusters * n_sides) + cs[own]
         all_code = targets.astype(np.int64) * (n_clusters * n_sides) + tot_cs[rows]
-        # subtract each target's own cells from its owner's totals (one own cell per (target, cluster, side))
-        sorter = np.argsort(all_code, kind="stable")
-        at = sorter[np.searchsorted(all_code, own_code, sorter=sorter)]
+        # subtract each target's own cells from its owner's totals (one own cell per (target, cluster, side));
+        # all_code is already sorted (targets ascending, each owner's totals in key order), and sorted
+        # queries let searchsorted start each search where the last ended
+        sorter = None if np.all(all_code[1:] > all_code[:-1]) else np.argsort(all_code, kind="stable")
+        queries = np.argsort(own_code, kind="stable")
+        at = np.empty(len(own_code), dtype=np.int64)
+        at[queries] = np.searchsorted(all_code, own_code[queries], sorter=sorter)
+        if sorter is not None:
+            at = sorter[at]
         other_y, other_n = tot_y[rows].copy(), tot_n[rows].copy()
         np.subtract.at(other_y, at, y[own])
         np.subtract.at(other_n, at, n[own])
