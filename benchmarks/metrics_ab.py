@@ -26,12 +26,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--before", required=True, help="root of the checkout to compare against")
     ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--metrics", nargs="+", default=list(mb.METRICS), choices=mb.METRICS)
     ap.add_argument("--data", default=None, help="parquet to reuse (default: /tmp/metrics_ab_<rows>.parquet)")
     args = ap.parse_args()
     path = args.data or f"/tmp/metrics_ab_{args.rows}.parquet"
     if not os.path.exists(path):
         pq.write_table(mb.simulate(args.rows, 0), path)
-    for name in mb.METRICS:
+    for name in args.metrics:
         for label, root in (("before", args.before), ("after", str(ROOT))):
             cmd = [sys.executable, f"{root}/benchmarks/metrics_bench.py", "--child", name, path]
             out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})

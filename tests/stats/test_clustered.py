@@ -517,3 +517,23 @@ def test_refusal_bounds_by_hand():
     assert b["estimate_high"] == pytest.approx(5 / 8 - 2 / 12)
     assert b["estimate_low"] == pytest.approx(5 / 8 - 6 / 12)
     assert set(refusal_bounds(cells.assign(refused=0.0), BALANCED, 0.5)["verdict_robust"]) == {True}
+
+
+def test_refusal_homogeneity_sequential_p_value_is_the_fixed_one_where_it_matters():
+    """Besag-Clifford: where fewer than stop_after permutations reach X^2 the sequential p-value equals the
+    fixed-count one (same permutations, whatever the chunk sizes); homogeneous refusals stop early with
+    p = stop_after / drawn, which is valid (the slow calibration test above runs with the default)."""
+    rng = np.random.default_rng(3)
+    differ = refusal_cells(rng, 6, 30, high={0: 2.5})
+    fixed = refusal_homogeneity(differ, n_permutations=199, stop_after=None)
+    seq = refusal_homogeneity(differ, n_permutations=199, stop_after=20)
+    assert fixed["p_value"] < 20 / 200 and seq["p_value"] == fixed["p_value"] and seq["permutations"] == 199
+    same = refusal_cells(rng, 6, 30)
+    full = refusal_homogeneity(same, n_permutations=199, stop_after=None)
+    early = refusal_homogeneity(same, n_permutations=199, stop_after=20)
+    assert full["p_value"] > 0.2 and full["permutations"] == 199
+    assert early["permutations"] < 199 and early["p_value"] == pytest.approx(20 / early["permutations"])
+    # the first `early["permutations"]` draws are the same in both runs: the 20th exceedance is where it stopped
+    assert abs(early["p_value"] - full["p_value"]) < 0.25
+    with pytest.raises(ValueError, match="stop_after must be >= 1"):
+        refusal_homogeneity(same, stop_after=0)

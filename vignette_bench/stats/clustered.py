@@ -81,7 +81,11 @@ whose answer was invalid, so the refusal rate is ``refused / (n + refused)``.
 whole clusters: the target labels of a cluster are swapped with those of another cluster with as
 many rows (a render: one target; a pair image: two), so any within-cluster dependence travels
 with the cluster. Statistic: Pearson's X^2 of refusals by target. Valid under the null that a
-cluster's refusals do not depend on which targets it shows (clusters exchangeable).
+cluster's refusals do not depend on which targets it shows (clusters exchangeable). The p-value is
+Besag and Clifford's (1991) sequential Monte Carlo one: permutations are drawn until `stop_after`
+reach the observed X^2 (p = stop_after / drawn) or all are drawn (p = (1 + exceed) / (B + 1)); it is
+exactly valid like the fixed-count p-value, equal to it below (stop_after) / (B + 1), and homogeneous
+refusals (the usual case) stop after ~2 * stop_after permutations instead of B.
 `refusal_bounds`: how far refusals could move each verdict -- every refusal scored as the answer
 most and least favourable to a large estimate.
 """
@@ -411,18 +415,23 @@ def cluster_contrasts(
     return out[OUTPUT_COLUMNS]
 
 
-def refusal_homogeneity(cells: pd.DataFrame, *, n_permutations: int = 999, seed: int = 0) -> dict[str, object]:
+def refusal_homogeneity(
+    cells: pd.DataFrame, *, n_permutations: int = 999, seed: int = 0, stop_after: int | None = 20
+) -> dict[str, object]:
     """Cluster permutation test that refusal rates ``refused / (n + refused)`` are equal across targets.
 
     cells: columns target, cluster, refused, n (valid offers). Whole clusters swap their target
     labels with clusters holding as many targets (see the module docstring), so the reference
     distribution keeps every within-cluster dependence. Returns statistic (Pearson X^2),
-    p_value ((1 + #{X*_b >= X}) / (B + 1), fixed seed), n_targets, n_clusters, overall_rate,
-    rates (target -> rate), method.
+    p_value (sequential: stop_after / permutations drawn once stop_after reach the statistic, else
+    (1 + exceed) / (n_permutations + 1); fixed seed), permutations (drawn), n_targets, n_clusters,
+    overall_rate, rates (target -> rate), method. stop_after=None draws all n_permutations.
     """
     _check_cells(cells, ("target", "cluster", "refused", "n"))
     if n_permutations < 1:
         raise ValueError(f"n_permutations must be >= 1, got {n_permutations}")
+    if stop_after is not None and stop_after < 1:
+        raise ValueError(f"stop_after must be >= 1 or None, got {stop_after}")
     t_codes, targets = _codes(cells["target"])
     c_codes, _ = _codes(cells["cluster"])
     ref = cells["refused"].to_numpy(dtype=float)
@@ -443,10 +452,12 @@ def refusal_homogeneity(cells: pd.DataFrame, *, n_permutations: int = 999, seed:
         "n_clusters": int(len(np.unique(row_c))),
         "overall_rate": float(overall),
         "rates": dict(zip(targets.tolist(), rates_t.tolist())),
-        "method": f"Pearson X^2, {n_permutations} permutations of whole clusters (within equal target count)",
+        "method": f"Pearson X^2, permutations of whole clusters (within equal target count), at most "
+        f"{n_permutations}"
+        + (f", stopped at {stop_after} reaching the statistic (Besag-Clifford)" if stop_after else ""),
     }
     if T < 2 or not 0.0 < overall < 1.0:
-        return {**out, "statistic": 0.0, "p_value": 1.0}
+        return {**out, "statistic": 0.0, "p_value": 1.0, "permutations": 0}
 
     def x2(labels: np.ndarray) -> np.ndarray:
         # labels: (B, rows) target codes; Pearson X^2 of refused vs answered by target
@@ -462,21 +473,28 @@ def refusal_homogeneity(cells: pd.DataFrame, *, n_permutations: int = 999, seed:
     # strata: clusters with the same number of rows; a permutation maps cluster -> cluster
     rows_per = np.bincount(row_c, minlength=C)
     start = np.concatenate([[0], np.cumsum(rows_per)[:-1]])
+    # (clusters of size k, k) row indices of each stratum
+    strata = [start[rows_per == k][:, None] + np.arange(k) for k in np.unique(rows_per[rows_per > 0])]
     rng = np.random.default_rng(seed)
     exceed = 0
+    # the first chunk is small: homogeneous refusals reach stop_after in ~2 * stop_after permutations
     chunk = max(1, min(n_permutations, 20_000_000 // max(len(row_t), 1)))
+    first = min(chunk, 4 * stop_after) if stop_after else chunk
     done = 0
     while done < n_permutations:
-        B = min(chunk, n_permutations - done)
+        B = min(first if done == 0 else chunk, n_permutations - done)
         labels = np.empty((B, len(row_t)), dtype=np.int64)
-        for k in np.unique(rows_per[rows_per > 0]):
-            cl = np.nonzero(rows_per == k)[0]
-            pos = start[cl][:, None] + np.arange(k)  # (clusters of size k, k) row indices
-            for b in range(B):
-                labels[b, pos] = row_t[pos[rng.permutation(len(cl))]]
-        exceed += int((x2(labels) >= observed * (1.0 - 1e-12)).sum())
+        for b in range(B):  # permutation by permutation, so the draws do not depend on the chunk sizes
+            for pos in strata:
+                labels[b, pos] = row_t[pos[rng.permutation(len(pos))]]
+        hits = np.cumsum(x2(labels) >= observed * (1.0 - 1e-12))
+        if stop_after and exceed + int(hits[-1]) >= stop_after:
+            drawn = done + int(np.searchsorted(hits, stop_after - exceed)) + 1
+            return {**out, "statistic": observed, "p_value": stop_after / drawn, "permutations": drawn}
+        exceed += int(hits[-1])
         done += B
-    return {**out, "statistic": observed, "p_value": (1.0 + exceed) / (n_permutations + 1.0)}
+    p_value = (1.0 + exceed) / (n_permutations + 1.0)
+    return {**out, "statistic": observed, "p_value": p_value, "permutations": n_permutations}
 
 
 def refusal_bounds(
