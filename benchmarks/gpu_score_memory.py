@@ -122,26 +122,6 @@ def questions(n: int, offset: int = 0) -> list[ChoiceRequest]:
     return out
 
 
-def whole_string_logprobs(a: ta.TransformersAdapter, q: ChoiceRequest) -> list[float | None]:
-    """Prompt + option tokenized and run as one string without a cache (tests/eval/adapters' check)."""
-    import torch
-
-    p = ta.split_prompt(a.processor, q.prompt, q.image is not None)
-    images = [[q.image]] if q.image is not None else None
-    base = a.processor(text=[p.prefix + p.suffix], images=images, return_tensors="pt")["input_ids"][0]
-    out: list[float | None] = []
-    for option in q.options:
-        enc = a._to_device(a.processor(text=[p.prefix + p.suffix + option], images=images, return_tensors="pt"))
-        ids = enc["input_ids"][0]
-        if not torch.equal(ids[: len(base)].cpu(), base) or len(ids) == len(base):
-            out.append(None)
-            continue
-        with torch.no_grad():
-            logprobs = a.model(**enc).logits[0].float().log_softmax(-1)
-        out.append(sum(logprobs[j - 1, ids[j]].item() for j in range(len(base), len(ids))))
-    return out
-
-
 def measure(a: ta.TransformersAdapter, qs: list[ChoiceRequest]) -> tuple[int, float, list[Any]]:
     """(peak bytes above the start, seconds, results) of one `choose` on the GPU (0 bytes on a CPU)."""
     import torch
@@ -266,7 +246,7 @@ def main() -> None:
         a.batch_size = 4
         qs = questions(4, offset=500)
         got = [r.extras["option_logprobs"] for r in a.choose(qs)]
-        diffs = [abs(g - w) for q, gs in zip(qs, got) for g, w in zip(gs, whole_string_logprobs(a, q)) if w is not None]
+        diffs = [abs(g - w) for q, gs in zip(qs, got) for g, w in zip(gs, a.whole_string_logprobs(q)) if w is not None]
         print(
             f"\nscore mode vs a whole-string forward without cache, {len(diffs)} options in bf16: "
             f"largest |difference| {max(diffs):.2e}, mean {sum(diffs) / len(diffs):.2e} (nats)"

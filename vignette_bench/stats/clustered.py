@@ -84,8 +84,8 @@ with the cluster. Statistic: Pearson's X^2 of refusals by target. Valid under th
 cluster's refusals do not depend on which targets it shows (clusters exchangeable). The p-value is
 Besag and Clifford's (1991) sequential Monte Carlo one: permutations are drawn until `stop_after`
 reach the observed X^2 (p = stop_after / drawn) or all are drawn (p = (1 + exceed) / (B + 1)); it is
-exactly valid like the fixed-count p-value, equal to it below (stop_after) / (B + 1), and homogeneous
-refusals (the usual case) stop after ~2 * stop_after permutations instead of B.
+exactly valid like the fixed-count p-value, equal to it below (stop_after) / (B + 1), and stops after
+about stop_after / p permutations (40 at p = 0.5) instead of B when refusals look homogeneous.
 `refusal_bounds`: how far refusals could move each verdict -- every refusal scored as the answer
 most and least favourable to a large estimate.
 """
@@ -477,7 +477,7 @@ def refusal_homogeneity(
     strata = [start[rows_per == k][:, None] + np.arange(k) for k in np.unique(rows_per[rows_per > 0])]
     rng = np.random.default_rng(seed)
     exceed = 0
-    # the first chunk is small: homogeneous refusals reach stop_after in ~2 * stop_after permutations
+    # the first chunk is small: at p = 0.5 the stop comes after ~2 * stop_after permutations
     chunk = max(1, min(n_permutations, 20_000_000 // max(len(row_t), 1)))
     first = min(chunk, 4 * stop_after) if stop_after else chunk
     done = 0

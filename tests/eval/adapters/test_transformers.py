@@ -355,35 +355,13 @@ def test_dtype_aliases(tiny_models) -> None:
     assert str(TransformersAdapter(tiny_models["llava"], dtype="fp32").model.dtype) == "torch.float32"
 
 
-def whole_string_logprobs(a: TransformersAdapter, q: ChoiceRequest) -> list[float | None]:
-    """Issue 15's check: the processor tokenizes prompt + option as ONE string (no split anywhere), and the
-    option is scored on the tokens after the prompt's own tokens. None where BPE merges across the boundary."""
-    from vignette_bench.eval.adapters.transformers_adapter import split_prompt
-
-    p = split_prompt(a.processor, q.prompt, q.image is not None)
-    text = p.prefix + p.suffix
-    images = [[q.image]] if q.image is not None else None
-    base = a.processor(text=[text], images=images, return_tensors="pt")["input_ids"][0]
-    out: list[float | None] = []
-    for option in q.options:
-        enc = a._to_device(a.processor(text=[text + option], images=images, return_tensors="pt"))
-        ids = enc["input_ids"][0]
-        if not torch.equal(ids[: len(base)].cpu(), base) or len(ids) == len(base):
-            out.append(None)
-            continue
-        with torch.no_grad():
-            logprobs = a.model(**enc).logits[0].float().log_softmax(-1)
-        out.append(sum(logprobs[j - 1, ids[j]].item() for j in range(len(base), len(ids))))
-    return out
-
-
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_score_mode_equals_a_whole_string_forward_for_text_and_image_prompts(tiny_models, family):
     a = adapter(tiny_models, family, mode="score", batch_size=4)
     qs = questions()
     checked = 0
     for q, r in zip(qs, a.choose(qs)):
-        for got, want in zip(r.extras["option_logprobs"], whole_string_logprobs(a, q)):
+        for got, want in zip(r.extras["option_logprobs"], a.whole_string_logprobs(q)):
             if want is not None:
                 assert got == pytest.approx(want, abs=1e-4), (q.question_id, family)
                 checked += 1

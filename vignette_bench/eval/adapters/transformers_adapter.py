@@ -713,6 +713,28 @@ class TransformersAdapter(ModelAdapter):
             enc["cross_attention_mask"] = torch.cat([enc["cross_attention_mask"], last.expand(-1, n, -1, -1)], 1)
         return self._to_device(enc), answer_start
 
+    def whole_string_logprobs(self, request: ChoiceRequest) -> list[float | None]:
+        """Issue 15's check of score mode, without a cache: the processor tokenizes prompt + option as ONE
+        string (no split anywhere) and each option is scored on the tokens after the prompt's own tokens.
+        None where BPE merges across the boundary (then no whole-string reference exists)."""
+        import torch
+
+        p = split_prompt(self.processor, request.prompt, request.image is not None)
+        text = p.prefix + p.suffix
+        images = [[request.image]] if request.image is not None else None
+        base = self.processor(text=[text], images=images, return_tensors="pt")["input_ids"][0]
+        out: list[float | None] = []
+        for option in request.options:
+            enc = self._to_device(self.processor(text=[text + option], images=images, return_tensors="pt"))
+            ids = enc["input_ids"][0]
+            if not torch.equal(ids[: len(base)].cpu(), base) or len(ids) == len(base):
+                out.append(None)
+                continue
+            with torch.no_grad():
+                logprobs = self.model(**enc).logits[0].float().log_softmax(-1)
+            out.append(sum(logprobs[j - 1, ids[j]].item() for j in range(len(base), len(ids))))
+        return out
+
     def _with_attention(self, result: ChoiceResult, request: ChoiceRequest) -> ChoiceResult:
         """Hook for eval.attention: a teacher-forced pass over prompt + chosen answer (see docs/adapters.md)."""
         if result.choice is None or request.image is None:
