@@ -1,0 +1,125 @@
+"""`Format`: the typed, versioned shape of one JSON file (or one JSON value inside a file).
+
+Built on pydantic: the class is the schema (the JSON Schema in docs/FORMATS.md is generated from it),
+unknown keys are refused (a typo or a newer writer must not pass silently), and values are checked
+strictly as JSON types (``"3"`` is not an int, ``true`` is not a number). A reader calls
+``Cls.from_json(data, file)``: the data is migrated from whatever older `schema_version` it carries
+to the current one, then validated; every failure is a `FormatError` naming the file and the dotted
+key (``run.json: settings.seed: expected an integer``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from vignette_bench.errors import VignetteError
+
+F = TypeVar("F", bound="Format")
+
+# JSON nested deeper than this is not a record of ours; refusing it early keeps a hostile file from
+# ending in a RecursionError inside the parser or the validator.
+MAX_DEPTH = 64
+
+
+class FormatError(VignetteError):
+    """A file does not match its format; the message names the file and the dotted key."""
+
+    def __init__(self, file: str, key: str | None, reason: str):
+        super().__init__(f"{file}: {key}: {reason}" if key else f"{file}: {reason}")
+        self.file, self.key, self.reason = file, key, reason
+
+
+class Format(BaseModel):
+    """Base of every cross-stage record. Subclasses set `SCHEMA_VERSION` and override `migrate`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    SCHEMA_VERSION: ClassVar[int] = 1
+    # What the file is called and who writes/reads it, for docs/FORMATS.md.
+    FILE: ClassVar[str] = ""
+
+    schema_version: int
+
+    @classmethod
+    def migrate(cls, data: dict[str, Any], version: int, file: str) -> dict[str, Any]:
+        """`data`, written at `version` (< SCHEMA_VERSION), in the current layout. Override per format."""
+        raise FormatError(
+            file, "schema_version", f"version {version} cannot be read; this reader knows {cls.SCHEMA_VERSION}"
+        )
+
+    @classmethod
+    def from_json(cls: type[F], data: str | bytes | Mapping[str, Any], file: str) -> F:
+        """Parse (when given text), migrate and validate one record."""
+        obj = parse_json(data, file) if isinstance(data, str | bytes) else data
+        if not isinstance(obj, Mapping):
+            raise FormatError(file, None, f"expected a JSON object, got {type(obj).__name__}")
+        check_depth(obj, file)
+        obj = dict(obj)
+        version = obj.get("schema_version", 0)  # files written before versioning are version 0
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise FormatError(file, "schema_version", f"expected a non-negative integer, got {version!r}")
+        if version > cls.SCHEMA_VERSION:
+            raise FormatError(
+                file,
+                "schema_version",
+                f"version {version} was written by a newer vignette (this one reads up to {cls.SCHEMA_VERSION}); "
+                "upgrade vignette-bench",
+            )
+        if version < cls.SCHEMA_VERSION:
+            obj = cls.migrate(obj, version, file)
+            obj["schema_version"] = cls.SCHEMA_VERSION
+        try:
+            # JSON mode: arrays validate as tuples, and strictness follows JSON's own types.
+            return cls.model_validate_json(json.dumps(obj, allow_nan=False))
+        except ValueError as e:  # ValidationError is a ValueError; so is a NaN json.dumps refuses
+            raise format_error(e, file) from None
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as JSON values (tuples become lists), keys in declaration order."""
+        return self.model_dump(mode="json")
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n"
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        return cls.model_json_schema(mode="serialization")
+
+
+def parse_json(text: str | bytes, file: str) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise FormatError(file, None, f"JSON nested more than {MAX_DEPTH} levels deep") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise FormatError(file, None, f"not valid JSON ({e})") from None
+
+
+def check_depth(obj: Any, file: str) -> None:
+    """Refuse data nested deeper than MAX_DEPTH (iteratively: a recursive check would itself overflow)."""
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise FormatError(file, None, f"JSON nested more than {MAX_DEPTH} levels deep")
+        if isinstance(value, Mapping):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend((v, depth + 1) for v in value)
+
+
+def format_error(error: ValueError, file: str) -> FormatError:
+    """The first problem of a pydantic ValidationError as a FormatError with its dotted key."""
+    if not isinstance(error, ValidationError):
+        return FormatError(file, None, str(error))
+    first = error.errors()[0]
+    key = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in first["loc"]).replace(".[", "[")
+    reason = "unknown key" if first["type"] == "extra_forbidden" else first["msg"].lower()
+    if first["type"] == "missing":
+        reason = "missing"
+    more = len(error.errors()) - 1
+    return FormatError(file, key or None, reason + (f" (and {more} more)" if more else ""))
