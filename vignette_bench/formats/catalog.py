@@ -1,0 +1,11 @@
+"""Every format, in the order docs/FORMATS.md lists them: "module:Class" names, imported on demand.
+
+Add a line here when you add a format; tests/formats checks that each one imports, has a
+SCHEMA_VERSION, a FILE description and a migration test, and that docs/FORMATS.md is current.
+"""
+
+from __future__ import annotations
+
+FORMATS: tuple[str, ...] = (
+    # one line per format, e.g. "vignette_bench.formats.run_record:RunRecord",
+)
