@@ -444,7 +444,7 @@ class OpenAIAdapter(ModelAdapter):
 
 
 def from_spec(spec: str, parsed: Any, defaults: dict[str, Any]) -> OpenAIAdapter:
-    """The backend table's factory for `openai:MODEL@BASE_URL` (eval/adapters/backends.py); probes the
+    """The backend table's factory for `openai:MODEL@BASE_URL` (vignette_bench/eval/adapters/backends.py); probes the
     server unless the spec says probe=false."""
     from vignette_bench.eval.adapters.spec import construct, invalid
 

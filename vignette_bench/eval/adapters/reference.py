@@ -99,7 +99,7 @@ def reference_adapter(spec: str, default_seed: int = 0) -> ModelAdapter | None:
 
 
 def from_spec(spec: str, parsed: Any, defaults: dict[str, Any]) -> ModelAdapter:
-    """The backend table's factory for `random[:seed=N]` and `always-left` (eval/adapters/backends.py)."""
+    """The backend table's factory for `random[:seed=N]` and `always-left` (vignette_bench/eval/adapters/backends.py)."""
     adapter = reference_adapter(parsed.target, int(defaults.get("seed", 0)))
     assert adapter is not None, spec  # parse_spec only hands over the reference names
     return adapter

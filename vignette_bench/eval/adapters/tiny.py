@@ -577,7 +577,7 @@ if __name__ == "__main__":
 
 def from_spec(spec: str, parsed: Any, defaults: dict[str, Any]) -> Any:
     """The backend table's factory for `tiny:FAMILY`: builds the model once under tiny_dir(), then loads
-    it as an hf: spec would (eval/adapters/backends.py)."""
+    it as an hf: spec would (vignette_bench/eval/adapters/backends.py)."""
     from .spec import construct, invalid
     from .transformers_adapter import TransformersAdapter
 

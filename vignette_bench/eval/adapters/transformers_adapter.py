@@ -920,7 +920,7 @@ class _SeededSampling:
 
 
 def from_spec(spec: str, parsed: Any, defaults: dict[str, Any]) -> TransformersAdapter:
-    """The backend table's factory for `hf:PATH_OR_ID[@REVISION]` (eval/adapters/backends.py)."""
+    """The backend table's factory for `hf:PATH_OR_ID[@REVISION]` (vignette_bench/eval/adapters/backends.py)."""
     from .spec import construct, with_revision
 
     adapter: TransformersAdapter = construct(

@@ -182,7 +182,7 @@ class VLLMAdapter(ModelAdapter):
 
 
 def from_spec(spec: str, parsed: Any, defaults: dict[str, Any]) -> VLLMAdapter:
-    """The backend table's factory for `vllm:MODEL[@REVISION]` (eval/adapters/backends.py)."""
+    """The backend table's factory for `vllm:MODEL[@REVISION]` (vignette_bench/eval/adapters/backends.py)."""
     from .spec import construct, with_revision
 
     adapter: VLLMAdapter = construct(spec, VLLMAdapter, (parsed.target,), with_revision(parsed), defaults)
