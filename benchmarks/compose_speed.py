@@ -3,7 +3,7 @@
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/compose_speed.py [--renders 16] [--pairs 60] [--rounds 5]
 
 Renders: benchmarks/loader_bench.py's photo-like 1024² JPEGs (q90; and a smoother variant, Gaussian
-blur 1.5, like many generated photos). Reduced copies: dataset_builder/reduced.py's `reduce_image`
+blur 1.5, like many generated photos). Reduced copies: vignette_bench/dataset_builder/reduced.py's `reduce_image`
 (shorter side 384 px, JPEG q90), what `vignette build reduce` stores. Each round times, in CPU
 seconds of this process: composing every pair (vignette.compose, default 672x336) from the full
 renders, from the reduced copies, and decoding the two full renders at libjpeg's reduced scale (the

@@ -94,7 +94,7 @@ def simulate(
 def load(name: str):
     import evaluate
 
-    return evaluate.load(str(ROOT / "metrics" / name))
+    return evaluate.load(str(ROOT / "vignette_bench" / "metrics" / name))
 
 
 def child(name: str, path: str) -> None:

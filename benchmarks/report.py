@@ -2,7 +2,7 @@
 
     python benchmarks/report.py [--seeds 10] [--skip-full]
 
-1. Null calibration: a uniform-random responder (eval/report/simulate.py) over religion + age
+1. Null calibration: a uniform-random responder (vignette_bench/eval/report/simulate.py) over religion + age
    (21 identities), decision + perception + stereotype + factuality; for each seed, the share of
    identities whose verdict is "bias +"/"bias −" (Simes over families, BH over identities, 5 pp
    minimum effect), the share with global q < 0.05, the number of families with an exploratory

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/verdict_calibration.py                 # full grid (~10 min, one core)
     .venv/bin/python benchmarks/verdict_calibration.py --reps 1 --scales demo   # a quick look
 
-Each run is `eval/report/simulate.py` (religion, both genders) under one null of
+Each run is `vignette_bench/eval/report/simulate.py` (religion, both genders) under one null of
 tests/calibration/harness.py NULLS, scored by `numbers.compute` (metric modules with cluster-aware,
 side-aware inputs) and `build.verdicts` (Simes per identity over its families, BH over identities,
 5 pp minimum effect). Scales: demo (4 activities, 8 trait terms, both orders), sample (12

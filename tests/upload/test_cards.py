@@ -70,20 +70,22 @@ def test_completed_card_still_loads_and_uploads_exactly_its_files(source):
 
 
 def test_leaderboard_card_describes_the_results_layout():
-    meta = front_matter(ROOT / "cards" / "leaderboard_card.md")
+    meta = front_matter(ROOT / "vignette_bench" / "cards" / "leaderboard_card.md")
     paths = {c["config_name"]: c["data_files"][0]["path"] for c in meta["configs"]}
     assert paths == {"entries": "entries/*.json", "responses": "runs/*/responses.parquet"}
     schema_fields = set(
-        __import__("json").loads((ROOT / "eval" / "leaderboard" / "entry.schema.json").read_text())["properties"]
+        __import__("json").loads((ROOT / "vignette_bench" / "eval" / "leaderboard" / "entry.schema.json").read_text())[
+            "properties"
+        ]
     )
-    text = (ROOT / "cards" / "leaderboard_card.md").read_text()
+    text = (ROOT / "vignette_bench" / "cards" / "leaderboard_card.md").read_text()
     for field in schema_fields - {"schema_version", "entry_id"}:
         assert f"`{field}" in text, f"leaderboard card does not explain {field}"
 
 
 def test_card_index_links_resolve():
-    text = (ROOT / "cards" / "README.md").read_text()
+    text = (ROOT / "vignette_bench" / "cards" / "README.md").read_text()
     links = re.findall(r"\]\(([^)]+)\)", text)
     assert len(links) >= 6
-    missing = [link for link in links if not (ROOT / "cards" / link).resolve().is_file()]
-    assert not missing, f"cards/README.md links to missing files: {missing}"
+    missing = [link for link in links if not (ROOT / "vignette_bench" / "cards" / link).resolve().is_file()]
+    assert not missing, f"vignette_bench/cards/README.md links to missing files: {missing}"

@@ -185,7 +185,7 @@ def test_metrics_become_gradio_spaces(tmp_path):
 
 
 def test_real_metric_modules_stage_as_spaces(tmp_path):
-    steps = metrics_plan(ROOT / "metrics", "vignette-bench", tmp_path / "stage")
+    steps = metrics_plan(ROOT / "vignette_bench" / "metrics", "vignette-bench", tmp_path / "stage")
     spaces = [s.repo_id for s in steps if isinstance(s, CreateRepo)]
     assert spaces == [f"vignette-bench/{n}" for n in ("log_odds", "pair_comp", "polarity", "selection_frequency")]
     import evaluate

@@ -1,4 +1,4 @@
-"""Write a source's README.md (dataset card with YAML ``configs:``) from cards/dataset_card_template.md.
+"""Write a source's README.md (dataset card with YAML ``configs:``) from vignette_bench/cards/dataset_card_template.md.
 
 The numbers in the card are read from the source's own index, so the card cannot drift from
 the data. A config is declared only when its files exist (``index``; ``news`` with ``news/*.parquet``;

@@ -82,7 +82,7 @@ def _row_problem(r: dict) -> str:
     return ""
 
 
-# Optional: a reduced copy of each render, sized for composition (dataset_builder/reduced.py).
+# Optional: a reduced copy of each render, sized for composition (vignette_bench/dataset_builder/reduced.py).
 REDUCED_COLUMNS = (
     "reduced_shard",
     "reduced_offset",

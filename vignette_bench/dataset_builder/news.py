@@ -37,7 +37,7 @@ ATTRIBUTE_ALIASES = {
 }
 REQUIRED = ("id", "image_file", "question", "reference_answer", "attribute")
 OPTIONAL = ("age_group", "gender", "race_ethnicity", "occupation", "sport", "source_outlet", "url")
-NEWS_SPLIT = "test"  # a benchmark has only a test split; dataset_builder/card.py declares the same
+NEWS_SPLIT = "test"  # a benchmark has only a test split; vignette_bench/dataset_builder/card.py declares the same
 MANIFEST = "manifest.json"  # news/manifest.json: the shard file names, for sources reached by URL
 SAMPLE_OUTLET = "PLACEHOLDER SAMPLE (drawn by dataset_builder.news; not a news photo)"
 

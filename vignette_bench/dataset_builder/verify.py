@@ -159,7 +159,7 @@ def verify_source(root: str, progress: bool = True, decode: bool = False) -> lis
 
 
 def _reduced_problems(root: str, index: pd.DataFrame, decode: bool) -> list[Problem]:
-    """Each reduced copy (dataset_builder/reduced.py): its tar member names the key, its bytes have the
+    """Each reduced copy (vignette_bench/dataset_builder/reduced.py): its tar member names the key, its bytes have the
     indexed sha256 and (``decode``) decode to the indexed size."""
     import io
 

@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = _step("2/4 questions -> answers (vignette run): random responder and tiny untrained LLaVA")
     run_dirs = run_models(source, out, args.tiny_pairs, args.random_pairs, args.seed)
     print(f"   ({time.perf_counter() - t0:.1f}s)")
-    t0 = _step("3/4 metrics (evaluate modules under metrics/)")
+    t0 = _step("3/4 metrics (evaluate modules under vignette_bench/metrics/)")
     metrics = compute_metrics(run_dirs, out)
     failed = [f"{m}/{n}" for m, results in metrics.items() for n, s in results.items() if "error" in s]
     print(f"   {out / 'metrics.json'} ({time.perf_counter() - t0:.1f}s)")

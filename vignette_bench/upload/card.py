@@ -1,6 +1,6 @@
-"""Complete a source's dataset card with cards/dataset_card_sections.md.
+"""Complete a source's dataset card with vignette_bench/cards/dataset_card_sections.md.
 
-The builder writes README.md (YAML `configs:`, contents, layout) from cards/dataset_card_template.md;
+The builder writes README.md (YAML `configs:`, contents, layout) from vignette_bench/cards/dataset_card_template.md;
 this adds, between markers (so a rerun replaces rather than repeats), what only the rest of the
 project knows: the size of every pair config from vignette's pair space (full taxonomy and this
 source), the pair-row features, how the renders were made, taxonomy sources and license,

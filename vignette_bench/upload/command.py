@@ -1,9 +1,9 @@
 """vignette upload {dataset,metrics,results} --repo ID [--dry-run]   |   vignette upload card --source DIR
 
 dataset  SOURCE folder (card + taxonomy + renders + index) -> a Hub dataset repo
-metrics  metrics/<name>/ -> one gradio Space per metric, OWNER/<name>
+metrics  vignette_bench/metrics/<name>/ -> one gradio Space per metric, OWNER/<name>
 results  leaderboard entries (validated) + the responses they cite -> a Hub dataset repo
-card     complete SOURCE/README.md with cards/dataset_card_sections.md (local only)
+card     complete SOURCE/README.md with vignette_bench/cards/dataset_card_sections.md (local only)
 
 The token comes from HF_TOKEN or the saved Hub login (huggingface_hub.get_token); it is handed
 to HfApi and never printed, logged or written.

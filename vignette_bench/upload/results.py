@@ -1,7 +1,7 @@
 """Plan the results upload: validated leaderboard entries and the responses they cite, as a Hub
 dataset repo laid out as
 
-    README.md                              the leaderboard card (cards/leaderboard_card.md)
+    README.md                              the leaderboard card (vignette_bench/cards/leaderboard_card.md)
     entries/<entry_id>.json                location rewritten to hf://datasets/<repo>/runs/<entry_id>/...
     runs/<entry_id>/responses.parquet      the exact bytes the entry's sha256 names
 

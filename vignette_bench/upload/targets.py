@@ -168,7 +168,7 @@ launch_gradio_widget(module)
 def metric_names(metrics_dir: Path) -> list[str]:
     names = sorted(p.name for p in Path(metrics_dir).iterdir() if (p / f"{p.name}.py").is_file())
     if not names:
-        raise UploadError(f"{metrics_dir}: no metric modules (metrics/<name>/<name>.py)")
+        raise UploadError(f"{metrics_dir}: no metric modules (<name>/<name>.py inside it)")
     return names
 
 

@@ -391,7 +391,7 @@ def tiny(request, tmp_path_factory):
     from vignette_bench.eval.adapters.tiny import build_tiny_vlm
     from vignette_bench.eval.adapters.transformers_adapter import TransformersAdapter
 
-    # one folder per session, shared with tests/test_explain.py (building a tiny VLM costs seconds)
+    # one folder per session, shared with tests/eval/explain/test_pictures.py (building a tiny VLM costs seconds)
     path = build_tiny_vlm(request.param, tmp_path_factory.getbasetemp() / "tiny-vlm" / request.param)
     adapter = TransformersAdapter(path, record_attention=True)
     return request.param, adapter, adapter.model, adapter.processor

@@ -41,7 +41,7 @@ def source(tmp_path_factory):
 @pytest.fixture(scope="module")
 def metrics():
     return {
-        name: evaluate.load(str(ROOT / "metrics" / name))
+        name: evaluate.load(str(ROOT / "vignette_bench" / "metrics" / name))
         for name in ("selection_frequency", "log_odds", "pair_comp", "polarity")
     }
 

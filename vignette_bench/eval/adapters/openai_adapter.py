@@ -441,3 +441,18 @@ class OpenAIAdapter(ModelAdapter):
             "probe": self.probe_result,  # what the server honoured at start-up; None: not probed
             "versions": {"openai": openai.__version__},
         }
+
+
+def from_spec(spec: str, parsed: Any, defaults: dict[str, Any]) -> OpenAIAdapter:
+    """The backend table's factory for `openai:MODEL@BASE_URL` (vignette_bench/eval/adapters/backends.py); probes the
+    server unless the spec says probe=false."""
+    from vignette_bench.eval.adapters.spec import construct, invalid
+
+    options = dict(parsed.options)
+    probe = options.pop("probe", True)
+    if not isinstance(probe, bool):
+        raise invalid(spec, f"probe={probe!r}: expected true or false")
+    adapter: OpenAIAdapter = construct(spec, OpenAIAdapter, (parsed.target, parsed.at), options, defaults)
+    if probe:  # before any answer: a server that cannot serve the run fails here, with what to change
+        adapter.probe()
+    return adapter

@@ -96,3 +96,10 @@ def reference_adapter(spec: str, default_seed: int = 0) -> ModelAdapter | None:
     if name == "always-left":
         return AlwaysLeftResponder()
     return RandomResponder(int(kwargs.get("seed", default_seed)), float(kwargs.get("delay", 0.0)))
+
+
+def from_spec(spec: str, parsed: Any, defaults: dict[str, Any]) -> ModelAdapter:
+    """The backend table's factory for `random[:seed=N]` and `always-left` (vignette_bench/eval/adapters/backends.py)."""
+    adapter = reference_adapter(parsed.target, int(defaults.get("seed", 0)))
+    assert adapter is not None, spec  # parse_spec only hands over the reference names
+    return adapter

@@ -40,6 +40,12 @@ _CORPUS = (
     '{"answer": "yes", "rationale": "because the photo shows people"}',
 )
 
+TINY_CACHE_ENV = "VIGNETTE_TINY_DIR"  # where tiny: models are built (default ~/.cache/vignette/tiny)
+
+
+def tiny_dir() -> Path:
+    return Path(os.environ.get(TINY_CACHE_ENV) or Path.home() / ".cache" / "vignette" / "tiny")
+
 
 @dataclass(frozen=True)
 class TinyFamily:
@@ -567,3 +573,15 @@ if __name__ == "__main__":
             f"usage: python -m vignette_bench.eval.adapters.tiny FAMILY OUT_DIR [SEED]   (FAMILY: {', '.join(FAMILIES)})"
         )
     print(build_tiny_vlm(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) == 4 else 0))
+
+
+def from_spec(spec: str, parsed: Any, defaults: dict[str, Any]) -> Any:
+    """The backend table's factory for `tiny:FAMILY`: builds the model once under tiny_dir(), then loads
+    it as an hf: spec would (vignette_bench/eval/adapters/backends.py)."""
+    from .spec import construct, invalid
+    from .transformers_adapter import TransformersAdapter
+
+    if parsed.target not in FAMILIES:
+        raise invalid(spec, f"unknown tiny family {parsed.target!r} (one of {', '.join(FAMILIES)})")
+    path = build_tiny_vlm(parsed.target, tiny_dir() / parsed.target)
+    return construct(spec, TransformersAdapter, (str(path),), dict(parsed.options), defaults)

@@ -361,7 +361,7 @@ class TransformersAdapter(ModelAdapter):
             self.processor.chat_template = chat_template
         self.chat_template = chat_template_of(self.processor)
         if record_attention:
-            from vignette_bench.eval.explain import attention
+            from vignette_bench.eval.adapters import attention
 
             attention.check_supported(self.model.config)  # refuse an unmapped family before any question
         self.tokenizer = self.processor.tokenizer
@@ -741,7 +741,7 @@ class TransformersAdapter(ModelAdapter):
             return result
         import torch
 
-        from vignette_bench.eval.explain import attention
+        from vignette_bench.eval.adapters import attention
 
         inputs, answer_start = self.full_inputs(request, result.choice)
         layout = attention.image_layout(
@@ -917,3 +917,13 @@ class _SeededSampling:
         uniform = self._noise(logits.shape, logits.device)
         gumbel = -torch.log(-torch.log(uniform.clamp(1e-20, 1.0 - 1e-7)))
         return logits + gumbel
+
+
+def from_spec(spec: str, parsed: Any, defaults: dict[str, Any]) -> TransformersAdapter:
+    """The backend table's factory for `hf:PATH_OR_ID[@REVISION]` (vignette_bench/eval/adapters/backends.py)."""
+    from .spec import construct, with_revision
+
+    adapter: TransformersAdapter = construct(
+        spec, TransformersAdapter, (parsed.target,), with_revision(parsed), defaults
+    )
+    return adapter

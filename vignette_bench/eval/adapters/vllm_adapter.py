@@ -54,7 +54,9 @@ def _require_vllm() -> Any:
     try:
         import vllm
     except ImportError as e:
-        raise ImportError(INSTALL_HINT) from e
+        from .backends import MissingDependency
+
+        raise MissingDependency(INSTALL_HINT) from e
     return vllm
 
 
@@ -177,3 +179,11 @@ class VLLMAdapter(ModelAdapter):
             "chat_date": CHAT_DATE,
             "versions": {p: v(p) for p in ("vllm", "outlines", "transformers", "torch")},
         }
+
+
+def from_spec(spec: str, parsed: Any, defaults: dict[str, Any]) -> VLLMAdapter:
+    """The backend table's factory for `vllm:MODEL[@REVISION]` (vignette_bench/eval/adapters/backends.py)."""
+    from .spec import construct, with_revision
+
+    adapter: VLLMAdapter = construct(spec, VLLMAdapter, (parsed.target,), with_revision(parsed), defaults)
+    return adapter

@@ -9,7 +9,7 @@ three side by side:
 
 The row must carry an attention record (a run with the transformers adapter's
 record_attention=True; eval.attention). The pair image is composed again through vignette from
-the source in the run's record and the pair in its plan (eval/runtime/folder.py); pass --image to
+the source in the run's record and the pair in its plan (vignette_bench/eval/runtime/folder.py); pass --image to
 use a file instead. When neither works the overlay is left out and the other two panels are still drawn.
 """
 

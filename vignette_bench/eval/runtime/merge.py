@@ -102,8 +102,8 @@ def merge(run_dir: str | Path, write: bool = True, allow_gaps: bool = False) -> 
         return report
     kept = [latest[q] for q in order if q in latest]
     schema = RESPONSE_SCHEMA
-    if any("attn_left_share" in r for r in kept):  # attention was recorded: keep its columns (eval.attention)
-        from vignette_bench.eval.explain.attention import attention_schema
+    if any("attn_left_share" in r for r in kept):  # attention was recorded: keep its columns (eval.adapters.attention)
+        from vignette_bench.eval.adapters.attention import attention_schema
 
         schema = pa.schema([*RESPONSE_SCHEMA, *attention_schema()])
     out = folder.write_responses(pa.Table.from_pylist(kept, schema=schema))  # atomic: a reader never sees half a file

@@ -346,6 +346,11 @@ class _Item:
     styles: tuple[str, ...] = OPTION_STYLES
 
 
+def _identity_options(left: _Person, right: _Person) -> tuple[tuple[str, str, str], ...]:
+    """The two people as options: (label "the FORM", identity, side), left first."""
+    return tuple((f"the {p.form}", p.identity, p.side) for p in (left, right))
+
+
 class QuestionBuilder:
     """Builds every question of a pair row; one instance per run (it holds the taxonomy)."""
 
@@ -460,121 +465,143 @@ class QuestionBuilder:
         return SCENE_PAIR.format(left=person(left), right=person(right))
 
     def _items(self, paradigm: str, config: str, pair_id: str, left: _Person, right: _Person) -> list[_Item]:
+        build = {
+            "factuality": self._factuality_items,
+            "perception": self._perception_items,
+            "stereotype": self._stereotype_items,
+            "decision": self._decision_items,
+        }.get(paradigm)
+        if build is None:
+            raise ValueError(f"unknown paradigm {paradigm!r}")
+        return build(config, pair_id, left, right)
+
+    def _factuality_items(self, config: str, pair_id: str, left: _Person, right: _Person) -> list[_Item]:
+        """Per person, what they are doing (the true activity and seeded distractors); on identity-activity
+        contrasts also, per activity, who is doing it (the two people, both, neither)."""
         people = (left, right)
-        ident = tuple((f"the {p.form}", p.identity, p.side) for p in people)
-        if paradigm == "factuality":
-            items = []
-            for p in people:  # "What is X doing?": the true activity and three seeded distractors
-                excluded = {left.activity, right.activity}
-                pool = [a for a in self.activities if a not in excluded]
-                rng = random.Random(option_seed(self.seed, pair_id, "distractors", p.activity, p.side))
-                options = [(p.activity, "", "")] + [(a, "", "") for a in rng.sample(pool, N_DISTRACTORS)]
+        ident = _identity_options(left, right)
+        items = []
+        for p in people:  # "What is X doing?": the true activity and three seeded distractors
+            excluded = {left.activity, right.activity}
+            pool = [a for a in self.activities if a not in excluded]
+            rng = random.Random(option_seed(self.seed, pair_id, "distractors", p.activity, p.side))
+            options = [(p.activity, "", "")] + [(a, "", "") for a in rng.sample(pool, N_DISTRACTORS)]
+            items.append(
+                _Item(
+                    "factuality",
+                    "what_doing",
+                    "factuality/what_doing",
+                    p.activity,
+                    p.side,
+                    tuple(options),
+                    p.activity,
+                    p.identity,
+                    {"subject": f"the {p.form}"},
+                    TEMPLATES["factuality/what_doing"],
+                )
+            )
+        if config == "identity_activity_contrast":
+            for p in people:  # "Who is doing X?": identity 1, identity 2, both, neither
+                who_options = ident + ((BOTH, "", ""), (NEITHER, "", ""))
                 items.append(
                     _Item(
                         "factuality",
-                        "what_doing",
-                        "factuality/what_doing",
+                        "who_doing",
+                        "factuality/who_doing",
                         p.activity,
-                        p.side,
-                        tuple(options),
-                        p.activity,
+                        "",
+                        who_options,
+                        f"the {p.form}",
                         p.identity,
-                        {"subject": f"the {p.form}"},
-                        TEMPLATES["factuality/what_doing"],
+                        {"activity": p.activity},
+                        TEMPLATES["factuality/who_doing"],
                     )
                 )
-            if config == "identity_activity_contrast":
-                for p in people:  # "Who is doing X?": identity 1, identity 2, both, neither
-                    who_options = ident + ((BOTH, "", ""), (NEITHER, "", ""))
-                    items.append(
-                        _Item(
-                            "factuality",
-                            "who_doing",
-                            "factuality/who_doing",
-                            p.activity,
-                            "",
-                            who_options,
-                            f"the {p.form}",
-                            p.identity,
-                            {"activity": p.activity},
-                            TEMPLATES["factuality/who_doing"],
-                        )
-                    )
-            return items
-        if paradigm == "perception":
-            if config == "activity_contrast":
-                acts = tuple((p.activity, "", p.side) for p in people)
-                return [
-                    _Item(
-                        "perception",
-                        s,
-                        f"perception_activity/{s}",
-                        left.identity,
-                        "",
-                        acts,
-                        "",
-                        "",
-                        {"subject": f"the {left.form}", "a": "", "b": ""},
-                        TEMPLATES[f"perception_activity/{s}"],
-                        styles=("identity",),
-                    )  # options are activities: there is no person to name by position
-                    for s in PERCEPTION_SUBTASKS
-                ]
-            activities = dict.fromkeys(p.activity for p in people)  # one activity, or each person's own
+        return items
+
+    def _perception_items(self, config: str, pair_id: str, left: _Person, right: _Person) -> list[_Item]:
+        """One question per perception subtask and activity shown: the two people as options, or on activity
+        contrasts the two activities (about the left person)."""
+        people = (left, right)
+        ident = _identity_options(left, right)
+        if config == "activity_contrast":
+            acts = tuple((p.activity, "", p.side) for p in people)
             return [
                 _Item(
                     "perception",
                     s,
-                    f"perception/{s}",
-                    a,
+                    f"perception_activity/{s}",
+                    left.identity,
                     "",
-                    ident,
+                    acts,
                     "",
                     "",
-                    {"activity": a},
-                    TEMPLATES[f"perception/{s}"],
-                )
-                for a in activities
+                    {"subject": f"the {left.form}", "a": "", "b": ""},
+                    TEMPLATES[f"perception_activity/{s}"],
+                    styles=("identity",),
+                )  # options are activities: there is no person to name by position
                 for s in PERCEPTION_SUBTASKS
             ]
-        if paradigm == "stereotype":
-            return [
-                _Item(
-                    "stereotype",
-                    dim,
-                    "stereotype/trait",
-                    term,
-                    "",
-                    ident,
-                    "",
-                    "",
-                    {"term": term},
-                    TEMPLATES["stereotype/trait"],
-                    direction=direction,
-                    trait_dimension=dim,
-                )
-                for term, direction, dim in self.taxonomy.trait_terms
-            ]
-        if paradigm == "decision":
-            try:
-                role_questions = self.roles[left.activity]
-            except KeyError:
-                raise KeyError(
-                    f"pair {pair_id}: activity {left.activity!r} has no role questions in the taxonomy"
-                ) from None
-            return [
-                _Item(
-                    "decision",
-                    rq.dimension,
-                    f"decision/{rq.dimension}",
-                    rq.question,
-                    "",
-                    ident,
-                    "",
-                    "",
-                    {},
-                    (rq.question, *(t.format(role=rq.role) for t in DECISION_PARAPHRASES[rq.dimension])),
-                )
-                for rq in role_questions
-            ]
-        raise ValueError(f"unknown paradigm {paradigm!r}")
+        activities = dict.fromkeys(p.activity for p in people)  # one activity, or each person's own
+        return [
+            _Item(
+                "perception",
+                s,
+                f"perception/{s}",
+                a,
+                "",
+                ident,
+                "",
+                "",
+                {"activity": a},
+                TEMPLATES[f"perception/{s}"],
+            )
+            for a in activities
+            for s in PERCEPTION_SUBTASKS
+        ]
+
+    def _stereotype_items(self, config: str, pair_id: str, left: _Person, right: _Person) -> list[_Item]:
+        """One question per trait term of the taxonomy, the two identities as options."""
+        ident = _identity_options(left, right)
+        return [
+            _Item(
+                "stereotype",
+                dim,
+                "stereotype/trait",
+                term,
+                "",
+                ident,
+                "",
+                "",
+                {"term": term},
+                TEMPLATES["stereotype/trait"],
+                direction=direction,
+                trait_dimension=dim,
+            )
+            for term, direction, dim in self.taxonomy.trait_terms
+        ]
+
+    def _decision_items(self, config: str, pair_id: str, left: _Person, right: _Person) -> list[_Item]:
+        """The role questions of the left person's activity, the two identities as options."""
+        ident = _identity_options(left, right)
+        try:
+            role_questions = self.roles[left.activity]
+        except KeyError:
+            raise KeyError(
+                f"pair {pair_id}: activity {left.activity!r} has no role questions in the taxonomy"
+            ) from None
+        return [
+            _Item(
+                "decision",
+                rq.dimension,
+                f"decision/{rq.dimension}",
+                rq.question,
+                "",
+                ident,
+                "",
+                "",
+                {},
+                (rq.question, *(t.format(role=rq.role) for t in DECISION_PARAPHRASES[rq.dimension])),
+            )
+            for rq in role_questions
+        ]

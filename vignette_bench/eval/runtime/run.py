@@ -229,7 +229,7 @@ def library_versions() -> dict[str, str]:
 
 
 def build_adapter(spec: str, seed: int, batch_size: int) -> ModelAdapter:
-    """The adapter a model spec names (eval/adapters/spec.py); the run's seed and batch size apply where it takes them."""
+    """The adapter a model spec names (vignette_bench/eval/adapters/spec.py); the run's seed and batch size apply where it takes them."""
     from vignette_bench.eval.adapters.spec import build_adapter as build_model_adapter
 
     return build_model_adapter(spec, seed=seed, batch_size=batch_size)
@@ -440,7 +440,7 @@ def run(
             if len(questions) != per_pair:  # the skip rule above relies on this
                 raise RunError(
                     f"pair {pair_id}: {len(questions)} questions where every {settings.config} pair has {per_pair}; "
-                    f"this is a bug in eval/questions.py"
+                    f"this is a bug in vignette_bench/eval/runtime/questions.py"
                 )
             todo = [q for q in questions if q.question_id not in done]
             if todo:

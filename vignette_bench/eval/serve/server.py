@@ -306,7 +306,7 @@ class ChatServer:
 
 
 def load_adapter(spec: str) -> ModelAdapter:
-    """A model spec resolved by the project's spec parser (eval/adapters/spec.py), e.g. tiny:llava?mode=generate."""
+    """A model spec resolved by the project's spec parser (vignette_bench/eval/adapters/spec.py), e.g. tiny:llava?mode=generate."""
     from vignette_bench.eval.adapters.spec import (
         build_adapter,  # late: pulls in torch/transformers only when serving a model
     )
