@@ -26,7 +26,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vignette_bench.dataset_builder.index_schema import REDUCED_COLUMNS
+from vignette_bench.formats.render_index import REDUCED_COLUMNS
 from vignette_bench.dataset_builder.shard import INDEX_PATH, _add, read_image_bytes
 
 REDUCED_DIR = "reduced"
