@@ -16,8 +16,8 @@ import pytest
 
 import vignette
 from vignette_bench.dataset_builder.records import RecordError, RenderRecord, plan_renders, validate_record
-from vignette_bench.formats.render_index import render_key
 from vignette_bench.dataset_builder.sample import build_sample, placeholder_record
+from vignette_bench.formats.render_index import render_key
 from vignette_bench.taxonomy import load_taxonomy
 
 IDENTITIES = ("muslim", "hindu", "christian", "old", "young")

@@ -14,11 +14,11 @@ PACKAGE = Path(vignette_bench.__file__).resolve().parent
 FORMATS = ("formats/render_index.py", "formats/pair_config.py")
 
 
-def pixel_sources() -> list[Path]:
-    """Every source file that decides which pixels a pair has, in a fixed order."""
-    files = sorted((PACKAGE / "loader").glob("*.py"))
-    files += [PACKAGE / f for f in FORMATS]
-    facade = PACKAGE.parent / "vignette.py"
+def pixel_sources(package: Path = PACKAGE) -> list[Path]:
+    """Every source file that decides which pixels a pair has, in a fixed order (`package`: a vignette_bench folder)."""
+    files = sorted((package / "loader").glob("*.py"))
+    files += [package / f for f in FORMATS]
+    facade = package.parent / "vignette.py"
     if facade.exists():  # installed: vignette.py sits beside the package in site-packages too
         files.append(facade)
     return files
@@ -34,6 +34,6 @@ def digest(files: Iterable[Path], root: Path) -> str:
     return h.hexdigest()
 
 
-def provenance_digest() -> str:
+def provenance_digest(package: Path = PACKAGE) -> str:
     """sha256 of the loader's pixel-deciding sources (`pixel_sources`): equal digests, equal pixels for a pair."""
-    return digest(pixel_sources(), PACKAGE.parent)
+    return digest(pixel_sources(package), package.parent)
