@@ -228,6 +228,8 @@ def load_dataset(
     """
     if name in DATA_CONFIGS and pair_config is None:
         return _load_data_config(path, name, split=split, streaming=streaming, **kwargs)
+    if pair_config is None and name not in CONFIGS:
+        raise unknown("config", name, CONFIGS + DATA_CONFIGS)
     if kwargs:
         raise VignetteError(f"unexpected option(s) {sorted(kwargs)} for a pair config; see help(vignette.load_dataset)")
     selection_options = {
@@ -273,8 +275,6 @@ class _Serving:
 def _pair_config(name: str | None, given: PairConfig | None, options: dict[str, Any]) -> PairConfig:
     """The PairConfig of a call: `pair_config=` as given, or one built (and checked) from the keyword arguments."""
     if given is None:
-        if name not in CONFIGS:
-            raise unknown("config", name, CONFIGS + DATA_CONFIGS)
         return PairConfig.from_options(config=name, **options)
     if not isinstance(given, PairConfig):
         raise VignetteError(
