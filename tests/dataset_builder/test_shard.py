@@ -15,10 +15,10 @@ import pytest
 from PIL import Image
 
 from vignette_bench.dataset_builder import shard as shard_mod
-from vignette_bench.dataset_builder.index_schema import REDUCED_COLUMNS
 from vignette_bench.dataset_builder.sample import build_sample, write_placeholder_renders
 from vignette_bench.dataset_builder.shard import ShardError, read_image_bytes, reindex, write_shards
 from vignette_bench.dataset_builder.verify import verify_source
+from vignette_bench.formats.render_index import REDUCED_COLUMNS
 from vignette_bench.taxonomy import TAXONOMY_FILES
 
 INDEX_COLUMNS = [

@@ -15,10 +15,10 @@ import pytest
 
 import vignette
 from vignette import CorruptRenderError, MissingRenderError
-from vignette_bench.dataset_builder.index_schema import REDUCED_COLUMNS, index_problems
 from vignette_bench.dataset_builder.reduced import write_reduced
 from vignette_bench.dataset_builder.sample import build_sample
 from vignette_bench.dataset_builder.verify import verify_source
+from vignette_bench.formats.render_index import REDUCED_COLUMNS, index_problems
 
 KW = dict(identities=("muslim", "hindu"), activities=("cooking", "driving"))
 

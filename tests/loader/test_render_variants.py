@@ -15,8 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import vignette
-from vignette_bench.dataset_builder.records import RecordError, RenderRecord, plan_renders, render_key, validate_record
+from vignette_bench.dataset_builder.records import RecordError, RenderRecord, plan_renders, validate_record
 from vignette_bench.dataset_builder.sample import build_sample, placeholder_record
+from vignette_bench.formats.render_index import render_key
 from vignette_bench.taxonomy import load_taxonomy
 
 IDENTITIES = ("muslim", "hindu", "christian", "old", "young")

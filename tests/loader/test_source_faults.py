@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 import vignette
+import vignette_bench.loader.reader as loader_reader
+import vignette_bench.loader.sources as loader_sources
 from vignette_bench.dataset_builder.sample import build_sample
 
 
@@ -75,9 +77,9 @@ def serve(root: Path, behaviour) -> Iterator[str]:
 
 @pytest.fixture()
 def quick(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vignette, "READ_TIMEOUT_S", 1.0)
-    monkeypatch.setattr(vignette, "CONNECT_TIMEOUT_S", 1.0)
-    monkeypatch.setattr(vignette, "BACKOFF_S", 0.01)
+    monkeypatch.setattr(loader_sources, "READ_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(loader_sources, "CONNECT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(loader_sources, "BACKOFF_S", 0.01)
 
 
 def test_transient_errors_are_retried(folder: Path, quick: None) -> None:
@@ -123,7 +125,7 @@ def test_an_unreachable_source_says_so_not_taxonomy_missing(quick: None) -> None
 
 
 def test_an_endless_index_is_refused(folder: Path, quick: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(vignette, "MAX_INDEX_BYTES", 2048)
+    monkeypatch.setattr(loader_reader, "MAX_INDEX_BYTES", 2048)
     with serve(folder, lambda h, r: False) as url:
         with pytest.raises(vignette.SourceError, match=r"index.parquet: larger than 2,048 bytes"):
             vignette.load_dataset(url, "identity_contrast")

@@ -14,30 +14,14 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from vignette_bench.taxonomy import GENDERS, Taxonomy, slug
+from vignette_bench.formats.render_index import render_key
+from vignette_bench.taxonomy import GENDERS, Taxonomy
 
 Kind = Literal["activity", "portrait"]
-PORTRAIT = "portrait"
 
 
 class RecordError(ValueError):
     """A render record or image is unusable; the message names the file, the key and the fix."""
-
-
-def render_key(gender: str, dimension: str, identity: str, activity: str = "", variant: int = 0) -> str:
-    """``{gender}-{dimension_slug}-{identity_slug}-{activity_slug|portrait}[-v{variant}]``.
-
-    Variant 0 has the paper's key; further renders of the same cell (another seed) add ``-v{n}``.
-    """
-    base = f"{gender}-{slug(dimension)}-{slug(identity)}-{slug(activity) if activity else PORTRAIT}"
-    return variant_key(base, variant)
-
-
-def variant_key(base: str, variant: int) -> str:
-    """The key of render ``variant`` of the cell whose variant-0 key is ``base``."""
-    if variant < 0:
-        raise ValueError(f"render variant must be >= 0, got {variant}")
-    return base if variant == 0 else f"{base}-v{variant}"
 
 
 def render_prompt(surface_form: str, activity: str = "") -> str:

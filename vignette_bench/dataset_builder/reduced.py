@@ -26,8 +26,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vignette_bench.dataset_builder.index_schema import REDUCED_COLUMNS
 from vignette_bench.dataset_builder.shard import INDEX_PATH, _add, read_image_bytes
+from vignette_bench.formats.render_index import REDUCED_COLUMNS
 
 REDUCED_DIR = "reduced"
 DEFAULT_SIDE = 384

@@ -1,6 +1,6 @@
 """``vignette build verify SOURCE [--decode]``: check everything the loader trusts.
 
-The index is well formed (`index_schema`: types, ranges, keys that match their own metadata); each
+The index is well formed (`vignette_bench.formats.render_index`: types, ranges, keys that match their own metadata); each
 row's bytes lie in its shard at its offset with its sha256, under a member named for its key; the
 index's metadata equals the shard's own record, which the source's taxonomy plans; the image sha256
 stored in the record (shards written since it was added) matches; every shard image is indexed; and
@@ -42,7 +42,7 @@ def _decode_problem(data: bytes, fmt: str) -> str:
 
     from PIL import Image
 
-    from vignette_bench.dataset_builder.index_schema import MAX_RENDER_BYTES
+    from vignette_bench.formats.render_index import MAX_RENDER_BYTES
 
     try:
         with warnings.catch_warnings():
@@ -80,7 +80,7 @@ def verify_source(root: str, progress: bool = True, decode: bool = False) -> lis
     problems: list[Problem] = []
     import pyarrow as pa
 
-    from vignette_bench.dataset_builder.index_schema import index_problems
+    from vignette_bench.formats.render_index import index_problems
 
     for text in index_problems(pa.Table.from_pandas(index, preserve_index=False), f"{root}/{INDEX_PATH}"):
         problems.append(Problem(INDEX_PATH, "", f"{text}; {reindex_hint}"))

@@ -8,4 +8,6 @@ from __future__ import annotations
 
 FORMATS: tuple[str, ...] = (
     # one line per format, e.g. "vignette_bench.formats.run_record:RunRecord",
+    "vignette_bench.formats.pair_config:PairConfig",
+    "vignette_bench.formats.selection:SelectionRecord",
 )

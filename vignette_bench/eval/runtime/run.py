@@ -55,6 +55,7 @@ from vignette_bench.eval.runtime.questions import (
 )
 from vignette_bench.eval.runtime.record import ORDERS, DatasetProvenance, ModelProvenance, RunRecord, RunSettings
 from vignette_bench.eval.runtime.runlog import ShardBusy
+from vignette_bench.formats.selection import SelectionRecord
 from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
 
 # Adapter provenance keys that change the answers: a resumed run must keep them.
@@ -194,10 +195,10 @@ def open_pairs(settings: RunSettings) -> PairSource:
         vignette.RenderReader(vignette.RenderIndex.load(source)), (settings.image_size[0], settings.image_size[1])
     )
     revision = {
-        "selection": json.loads(ds.info.description or "{}"),
+        "selection": SelectionRecord.from_json(ds.info.description, "info.description").to_json(),
         # the index lists every render with its sha256: its digest pins the exact images asked about
         "index_sha256": hashlib.sha256(source.read(vignette.INDEX_PATH)).hexdigest(),
-        "vignette_sha256": hashlib.sha256(Path(vignette.__file__).read_bytes()).hexdigest()[:16],
+        "vignette_sha256": vignette.provenance_digest()[:16],  # every file that decides the pixels
         **_hub_revision(source.root),
     }
     return PairSource(

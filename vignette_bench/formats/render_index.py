@@ -1,4 +1,10 @@
-"""What a render index row must be before anything trusts it (loader, verify, upload).
+"""The render index (``renders/index.parquet``): its schema, and the rule that names each render.
+
+Written by the builder (``vignette build shard``, ``reduce``) and read by the loader
+(`vignette_bench.loader.reader`), ``vignette build verify`` and the upload. The index is a parquet
+table, not a JSON `Format`: this module is its schema, checked row by row.
+
+What a render index row must be before anything trusts it (loader, verify, upload).
 
 ``index_problems`` checks columns, types, nulls, ranges, patterns, uniqueness and that every key
 is the key its own metadata names (``gender, dimension, identity, activity, variant``), so a row
@@ -13,7 +19,32 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from vignette_bench.dataset_builder.records import render_key
+from vignette_bench.taxonomy import slug
+
+INDEX_PATH = "renders/index.parquet"  # in a source (docs/FORMATS.md)
+PORTRAIT = "portrait"  # the activity slug of a portrait's key
+IMAGE_EXTENSIONS = {"jpeg": ("jpg", "jpeg"), "webp": ("webp",)}  # a shard member's name: KEY.EXT
+
+
+def render_key(gender: str, dimension: str, identity: str, activity: str = "", variant: int = 0) -> str:
+    """``{gender}-{dimension_slug}-{identity_slug}-{activity_slug|portrait}[-v{variant}]``.
+
+    Variant 0 has the paper's key; further renders of the same cell (another seed) add ``-v{n}``.
+    """
+    base = f"{gender}-{slug(dimension)}-{slug(identity)}-{slug(activity) if activity else PORTRAIT}"
+    return variant_key(base, variant)
+
+
+def variant_key(base: str, variant: int) -> str:
+    """The key of render ``variant`` of the cell whose variant-0 key is ``base``.
+
+    The render-picking rule: the loader (`vignette_bench.loader.space.choose_variant`) and the builder
+    both name a cell's k renders with it, so it decides which pixels a pair shows.
+    """
+    if variant < 0:
+        raise ValueError(f"render variant must be >= 0, got {variant}")
+    return base if variant == 0 else f"{base}-v{variant}"
+
 
 REQUIRED = (
     "key",

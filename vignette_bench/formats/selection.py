@@ -1,0 +1,64 @@
+"""`SelectionRecord`: the loader's record of what a pair dataset holds, kept in ``DatasetInfo.description``.
+
+`vignette.load_dataset` writes it (source, config, filters, sample and seed, orders, pixels, rows);
+the runner reads it back and keeps it in run.json (``dataset.selection``), so a run says exactly
+which pairs it asked about. Version 0 is the untyped JSON object the loader wrote before this class:
+the same keys, with ``skipped_missing_renders`` only present when renders were skipped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from vignette_bench.formats.base import Format
+from vignette_bench.formats.pair_config import ConfigName
+
+
+class SelectionFilters(BaseModel):
+    """The filters that were applied (null: no restriction), as `vignette.PairSpace` took them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    gender: tuple[str, ...] | None
+    dimensions: tuple[str, ...] | None
+    identities: tuple[str, ...] | None
+    identity_match: Literal["all", "any"]
+    activities: tuple[str, ...] | None
+    time_use: tuple[str, ...] | None
+    exclude_near_synonyms: bool
+    representativeness: tuple[str, ...] | None
+
+
+class SelectionRecord(Format):
+    """What one `load_dataset` call selected and how its images are composed."""
+
+    SCHEMA_VERSION: ClassVar[int] = 1
+    FILE: ClassVar[str] = (
+        "`DatasetInfo.description` of every pair dataset (JSON text): written by vignette_bench/loader/load.py, "
+        "read by vignette_bench/eval/runtime/run.py into run.json's `dataset.selection`"
+    )
+
+    schema_version: int = SCHEMA_VERSION
+    source: str  # the source root URL (or absolute folder)
+    config: ConfigName
+    split: str  # as given, e.g. "test" or "test[:100]"
+    filters: SelectionFilters
+    orders: Literal["rule", "both", "balanced"]
+    sample: int | None  # pairs sampled; null: every pair
+    seed: int | None  # the sample's seed; null without a sample
+    rows: int  # rows selected (before any skipped for missing renders)
+    size: tuple[int, int]  # width, height of a composed pair
+    seam: int
+    on_missing: Literal["raise", "skip"]
+    coverage: str  # how the source's renders limit the space (a sentence)
+    renders_per_cell: int  # the most renders any cell has (k of `vignette build render --renders-per-cell`)
+    composition: str  # what the pixels are composed from: full renders or reduced copies (a sentence)
+    skipped_missing_renders: int = 0  # rows dropped with on_missing="skip" (map-style datasets)
+
+    @classmethod
+    def migrate(cls, data: dict[str, Any], version: int, file: str) -> dict[str, Any]:
+        if version == 0:  # the untyped record: identical keys; the skip count was left out when nothing was skipped
+            return {**data, "skipped_missing_renders": data.get("skipped_missing_renders", 0)}
+        return super().migrate(data, version, file)
