@@ -44,7 +44,6 @@ OWNED_ELSEWHERE = pytest.mark.xfail(
 # layout branch's report; drop an entry here once that file is clean.
 ELSEWHERE = {
     "docs/FORMATS.md",
-    "docs/vignette.md",
     "vignette_bench/eval/report/build.py",
     "vignette_bench/eval/report/numbers.py",
     "vignette_bench/eval/runtime/record.py",

@@ -152,7 +152,6 @@ def test_leaderboard_does_not_import_report() -> None:
     assert _offending(lambda a, b: (a, b) != ("eval.leaderboard", "eval.report")) == []
 
 
-@LATER
 def test_loader_imports_only_formats_errors_taxonomy() -> None:
     assert _offending(lambda a, b: a != "loader" or b in {"formats", "errors", "taxonomy"}) == []
 

@@ -373,7 +373,7 @@ def _prepare(path: str | os.PathLike[str] | None, config: PairConfig, serving: _
 
 
 def _description(record: dict[str, Any]) -> str:
-    """info.description: the selection record, written through its format (formats/selection.py)."""
+    """info.description: the selection record, written through its format (vignette_bench/formats/selection.py)."""
     typed = SelectionRecord.from_json({**record, "schema_version": SelectionRecord.SCHEMA_VERSION}, "info.description")
     return json.dumps(typed.to_json())
 

@@ -6,18 +6,16 @@ import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 
-import vignette_bench
-
-PACKAGE = Path(vignette_bench.__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parent.parent  # vignette_bench/
 # Beside the loader package: the render index schema and the render-picking rule (variant_key), the
 # selection and pixel options, and the top-level facade.
-FORMATS = ("formats/render_index.py", "formats/pair_config.py")
+FORMATS = ("render_index", "pair_config")  # modules of vignette_bench.formats
 
 
 def pixel_sources(package: Path = PACKAGE) -> list[Path]:
     """Every source file that decides which pixels a pair has, in a fixed order (`package`: a vignette_bench folder)."""
     files = sorted((package / "loader").glob("*.py"))
-    files += [package / f for f in FORMATS]
+    files += [package / "formats" / f"{name}.py" for name in FORMATS]
     facade = package.parent / "vignette.py"
     if facade.exists():  # installed: vignette.py sits beside the package in site-packages too
         files.append(facade)

@@ -58,7 +58,7 @@ class RenderIndex:
             r["key"]: RenderLocation(r["key"], r["shard"], int(r["offset"]), int(r["length"]), r["sha256"], r["format"])
             for r in rows
         }
-        # reduced copies (dataset_builder/reduced.py): key -> (location, width, height)
+        # reduced copies (vignette_bench/dataset_builder/reduced.py): key -> (location, width, height)
         self.reduced: dict[str, tuple[RenderLocation, int, int]] = {}
         if render_index.REDUCED_COLUMNS[0] in table.column_names:
             for r in table.select(["key", *render_index.REDUCED_COLUMNS]).to_pylist():
