@@ -1,15 +1,21 @@
 """`vignette`: one command for every job.
 
-Each job is a module with ``add_arguments(parser)`` and ``main(args) -> int``, or with
-``main(argv) -> int`` that parses its own arguments; a module is
-imported only when its command runs, so ``vignette --help`` and ``vignette info`` start without
-torch, diffusers or transformers. To add a job, add one line to ``COMMANDS`` (or a group).
+Each job is a module with ``add_arguments(parser)`` and ``main(args) -> int`` (a module that holds
+several jobs names them by an attribute prefix: ``create_add_arguments``, ``create_main``); a module
+is imported only when its command runs, so ``vignette --help`` and ``vignette info`` start without
+torch, diffusers or transformers. Options share one vocabulary (`vignette_bench.cli_options`). To
+add a job, add one line to ``COMMANDS`` (or a group).
+
+Errors: a `vignette_bench.errors.VignetteError` escaping a job prints ``error: <message>`` on stderr
+and exits 2 (``VIGNETTE_DEBUG=1``: the traceback instead); anything else is a bug and keeps its
+traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,11 +23,16 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Command:
-    """A job: the module whose ``main(argv)`` runs it, and argv words put before the user's."""
+    """A job: the module whose ``{attr}add_arguments(parser)`` and ``{attr}main(args)`` run it.
+
+    ``prefix``: only for a module that still parses its own argv with ``main(argv)`` (the loader's
+    ``info`` and ``show``): argv words put before the user's.
+    """
 
     module: str
     help: str
     prefix: tuple[str, ...] = ()
+    attr: str = ""
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,7 @@ class Group:
 
 BUILD = "vignette_bench.dataset_builder"
 EVAL = "vignette_bench.eval"
+LEADERBOARD = f"{EVAL}.leaderboard.command"
 
 COMMANDS: dict[str, Command | Group] = {
     "build": Group(
@@ -71,7 +83,18 @@ COMMANDS: dict[str, Command | Group] = {
             "score": Command("vignette_bench.annotate.score", "agreement % and Cohen's/Fleiss' kappa with CIs"),
         },
     ),
-    "leaderboard": Command(f"{EVAL}.leaderboard.command", "create, validate, build and export leaderboard entries"),
+    "leaderboard": Group(
+        "create, validate, verify, build and export leaderboard entries",
+        {
+            "create": Command(LEADERBOARD, "make an entry from a finished run", attr="create_"),
+            "validate": Command(LEADERBOARD, "recompute an entry's numbers from its responses", attr="validate_"),
+            "verify": Command(
+                f"{EVAL}.leaderboard.verify", "re-ask a random subset of an entry's questions with the named model"
+            ),
+            "build": Command(LEADERBOARD, "validate every entry and render the board", attr="build_"),
+            "export": Command(LEADERBOARD, "write the Hub model-repo eval-results file for an entry", attr="export_"),
+        },
+    ),
     "news": Group(
         "the news subset: open-ended answers, the LLM judge, results",
         {
@@ -120,16 +143,38 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(entry, Group):
             table, help_text = entry.commands, entry.help
             continue
-        module = importlib.import_module(entry.module)
-        prog = " ".join(words)
-        if hasattr(module, "add_arguments"):  # the module declares its options; we parse them
+        return _run(entry, words, args)
+
+
+def _run(entry: Command, words: list[str], args: list[str]) -> int:
+    from vignette_bench.errors import VignetteError
+
+    module = importlib.import_module(entry.module)
+    prog = " ".join(words)
+    try:
+        add_arguments = getattr(module, f"{entry.attr}add_arguments", None)
+        if add_arguments is not None:  # the module declares its options; we parse them
+            job = getattr(module, f"{entry.attr}main")
             parser = argparse.ArgumentParser(
-                prog=prog, description=module.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+                prog=prog,
+                description=(job.__doc__ if entry.attr else None) or module.__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter,
             )
-            module.add_arguments(parser)
-            return int(module.main(parser.parse_args([*entry.prefix, *args])) or 0)
-        sys.argv[0] = prog  # argparse's default prog for a module that parses its own argv
+            add_arguments(parser)
+            try:
+                parsed = parser.parse_args([*entry.prefix, *args])
+            except SystemExit as done:  # --help, or a usage error argparse has already printed
+                return done.code if isinstance(done.code, int) else 2
+            return int(job(parsed) or 0)
+        # a module that parses its own argv: its parser's prog is the words before the prefix, so a
+        # sub-parser named by the prefix reads `vignette info`, not `vignette info info`
+        sys.argv[0] = " ".join(words[: len(words) - len(entry.prefix)]) if entry.prefix else prog
         return int(module.main([*entry.prefix, *args]) or 0)
+    except VignetteError as error:
+        if os.environ.get("VIGNETTE_DEBUG", "") not in ("", "0"):
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
