@@ -1,4 +1,4 @@
-"""``vignette build verify SOURCE [--decode]``: check everything the loader trusts.
+"""``vignette build verify --source SOURCE [--decode]``: check everything the loader trusts.
 
 The index is well formed (`index_schema`: types, ranges, keys that match their own metadata); each
 row's bytes lie in its shard at its offset with its sha256, under a member named for its key; the

@@ -29,7 +29,7 @@ To run a real model on a GPU (the published renders, a balanced sample of 2000 p
   vignette run --source vignette-bench/vignette --config identity_contrast \\
       --model "hf:llava-hf/llava-v1.6-mistral-7b-hf?mode=score&dtype=bfloat16&device=cuda" \\
       --sample 2000 --variants all --batch-size 32 --out runs/llava16/identity_contrast
-  (many GPUs: torchrun --nproc-per-node 8 -m vignette_bench run ... ; then vignette merge RUN_DIR)
+  (many GPUs: torchrun --nproc-per-node 8 -m vignette_bench run ... ; then vignette merge RUN)
   vignette report runs/llava16/* --out report/llava16"""
 
 METRICS = ("selection_frequency", "log_odds", "pair_comp", "polarity")
