@@ -1,15 +1,21 @@
 """`vignette`: one command for every job.
 
-Each job is a module with ``add_arguments(parser)`` and ``main(args) -> int``, or with
-``main(argv) -> int`` that parses its own arguments; a module is
-imported only when its command runs, so ``vignette --help`` and ``vignette info`` start without
-torch, diffusers or transformers. To add a job, add one line to ``COMMANDS`` (or a group).
+Each job is a module with ``add_arguments(parser)`` and ``main(args) -> int`` (a module that holds
+several jobs names them by an attribute prefix: ``create_add_arguments``, ``create_main``); a module
+is imported only when its command runs, so ``vignette --help`` and ``vignette info`` start without
+torch, diffusers or transformers. Options share one vocabulary (`vignette_bench.cli_options`). To
+add a job, add one line to ``COMMANDS`` (or a group).
+
+Errors: a `vignette_bench.errors.VignetteError` escaping a job prints ``error: <message>`` on stderr
+and exits 2 (``VIGNETTE_DEBUG=1``: the traceback instead); anything else is a bug and keeps its
+traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,11 +23,11 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Command:
-    """A job: the module whose ``main(argv)`` runs it, and argv words put before the user's."""
+    """A job: the module whose ``{attr}add_arguments(parser)`` and ``{attr}main(args)`` run it."""
 
     module: str
     help: str
-    prefix: tuple[str, ...] = ()
+    attr: str = ""
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,7 @@ class Group:
 
 BUILD = "vignette_bench.dataset_builder"
 EVAL = "vignette_bench.eval"
+LEADERBOARD = f"{EVAL}.leaderboard.command"
 
 COMMANDS: dict[str, Command | Group] = {
     "build": Group(
@@ -58,8 +65,8 @@ COMMANDS: dict[str, Command | Group] = {
             ),
         },
     ),
-    "info": Command("vignette_bench.loader.cli", "pair configs of a source and their sizes", ("info",)),
-    "show": Command("vignette_bench.loader.cli", "compose one pair and save it as an image", ("show",)),
+    "info": Command("vignette_bench.loader.cli", "pair configs of a source and their sizes", attr="info_"),
+    "show": Command("vignette_bench.loader.cli", "compose one pair and save it as an image", attr="show_"),
     "run": Command(f"{EVAL}.runtime.run", "put the benchmark's questions to a model (resumable, sharded)"),
     "merge": Command(f"{EVAL}.runtime.merge", "join a run's log parts into responses.parquet, checking for gaps"),
     "report": Command(f"{EVAL}.report.command", "tables, figures and verdicts from one or more runs"),
@@ -71,7 +78,18 @@ COMMANDS: dict[str, Command | Group] = {
             "score": Command("vignette_bench.annotate.score", "agreement % and Cohen's/Fleiss' kappa with CIs"),
         },
     ),
-    "leaderboard": Command(f"{EVAL}.leaderboard.command", "create, validate, build and export leaderboard entries"),
+    "leaderboard": Group(
+        "create, validate, verify, build and export leaderboard entries",
+        {
+            "create": Command(LEADERBOARD, "make an entry from a finished run", attr="create_"),
+            "validate": Command(LEADERBOARD, "recompute an entry's numbers from its responses", attr="validate_"),
+            "verify": Command(
+                f"{EVAL}.leaderboard.verify", "re-ask a random subset of an entry's questions with the named model"
+            ),
+            "build": Command(LEADERBOARD, "validate every entry and render the board", attr="build_"),
+            "export": Command(LEADERBOARD, "write the Hub model-repo eval-results file for an entry", attr="export_"),
+        },
+    ),
     "news": Group(
         "the news subset: open-ended answers, the LLM judge, results",
         {
@@ -120,16 +138,32 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(entry, Group):
             table, help_text = entry.commands, entry.help
             continue
-        module = importlib.import_module(entry.module)
-        prog = " ".join(words)
-        if hasattr(module, "add_arguments"):  # the module declares its options; we parse them
-            parser = argparse.ArgumentParser(
-                prog=prog, description=module.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-            )
-            module.add_arguments(parser)
-            return int(module.main(parser.parse_args([*entry.prefix, *args])) or 0)
-        sys.argv[0] = prog  # argparse's default prog for a module that parses its own argv
-        return int(module.main([*entry.prefix, *args]) or 0)
+        return _run(entry, words, args)
+
+
+def _run(entry: Command, words: list[str], args: list[str]) -> int:
+    from vignette_bench.errors import VignetteError
+
+    module = importlib.import_module(entry.module)
+    prog = " ".join(words)
+    job = getattr(module, f"{entry.attr}main")
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(job.__doc__ if entry.attr else None) or module.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    getattr(module, f"{entry.attr}add_arguments")(parser)
+    try:
+        parsed = parser.parse_args(args)
+    except SystemExit as done:  # --help, or a usage error argparse has already printed
+        return done.code if isinstance(done.code, int) else 2
+    try:
+        return int(job(parsed) or 0)
+    except VignetteError as error:
+        if os.environ.get("VIGNETTE_DEBUG", "") not in ("", "0"):
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

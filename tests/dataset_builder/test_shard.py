@@ -294,7 +294,7 @@ def test_cli_sample_and_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str
         == 0
     )
     assert "renders/index.parquet" in capsys.readouterr().out
-    assert main(["build", "verify", str(tmp_path / "s")]) == 0
+    assert main(["build", "verify", "--source", str(tmp_path / "s")]) == 0
     assert "ok: all 18 index rows match" in capsys.readouterr().out
 
 

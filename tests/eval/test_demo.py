@@ -4,12 +4,12 @@ import json
 
 import pandas as pd
 
-from vignette_bench.eval import demo
+from vignette_bench.cli import main as vignette
 
 
 def test_demo_runs_end_to_end_and_says_it_is_placeholder(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("VIGNETTE_TINY_DIR", str(tmp_path / "tiny"))
-    assert demo.main(["--out", str(tmp_path / "out"), "--tiny-pairs", "1", "--random-pairs", "2"]) == 0
+    assert vignette(["demo", "--out", str(tmp_path / "out"), "--tiny-pairs", "1", "--random-pairs", "2"]) == 0
     printed = capsys.readouterr().out
     assert (
         "PLACEHOLDER IMAGES and UNTRAINED MODELS" in printed

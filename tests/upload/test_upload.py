@@ -15,7 +15,7 @@ import yaml
 from huggingface_hub.hf_api import RepoFile
 
 from tests import REPO_ROOT
-from vignette_bench.upload.command import main
+from vignette_bench.cli import main as vignette
 from vignette_bench.upload.plan import (
     CreateRepo,
     RemoteFile,
@@ -28,6 +28,12 @@ from vignette_bench.upload.plan import (
     to_remote,
 )
 from vignette_bench.upload.targets import UploadError, dataset_files, dataset_plan, front_matter, metrics_plan
+
+
+def main(argv):
+    """`vignette upload ARGV` in-process."""
+    return vignette(["upload", *argv])
+
 
 ROOT = REPO_ROOT
 SECRET = "hf_SECRETtokenVALUEnotToBePrinted123"
@@ -228,11 +234,11 @@ def test_token_is_never_printed_or_written(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     metrics = _metrics_dir(tmp_path)
     stage = tmp_path / "stage"
-    assert main(["metrics", "--repo", "me", "--metrics-dir", str(metrics), "--stage", str(stage), "--dry-run"]) == 0
+    assert main(["metrics", "--repo", "me", "--metrics", str(metrics), "--stage", str(stage), "--dry-run"]) == 0
     dry = capsys.readouterr()
     assert "DRY RUN" in dry.out and "create_repo space:me/toy" in dry.out
     # without --dry-run the Hub is unreachable: the call fails, and still says nothing of the token
-    code = main(["metrics", "--repo", "me", "--metrics-dir", str(metrics), "--stage", str(stage)])
+    code = main(["metrics", "--repo", "me", "--metrics", str(metrics), "--stage", str(stage)])
     real = capsys.readouterr()
     assert code != 0 and "error" in real.err
     for text in (dry.out, dry.err, real.out, real.err, describe(metrics_plan(metrics, "me", stage))):
@@ -245,7 +251,7 @@ def test_token_is_never_printed_or_written(tmp_path, monkeypatch, capsys):
 def test_missing_token_is_a_clear_error(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))  # no saved login there
-    code = main(["metrics", "--repo", "me", "--metrics-dir", str(_metrics_dir(tmp_path))])
+    code = main(["metrics", "--repo", "me", "--metrics", str(_metrics_dir(tmp_path))])
     assert code == 2 and "HF_TOKEN" in capsys.readouterr().err
 
 

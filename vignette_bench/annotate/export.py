@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from vignette_bench import cli_options as opt
 from vignette_bench.annotate.criteria import CRITERIA, FORMAT, VISUAL_CUES
 
 MAX_SIDE = 384  # pixels: enough to judge a person, keeps 1,200 items near 40 MB
@@ -224,22 +225,22 @@ def export(source: str, kind: str, out: Path, n: int, seed: int, config: str = "
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--source", required=True, help="source folder or URL (renders/index.parquet + shards)")
+    opt.source(p, required=True, help="source folder or URL (renders/index.parquet + shards)")
     p.add_argument("--kind", choices=("renders", "pairs"), default="renders")
     p.add_argument("--config", default="identity_contrast", help="pair config for --kind pairs")
-    p.add_argument("--n", type=int, default=1200, help="items to sample (default 1200, as in the paper)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, required=True, help="folder for annotate.html and items.json")
+    opt.limit(p, default=1200, help="items to sample (default 1200, as in the paper)")
+    opt.seed(p, help="seed of the sample (default 0)")
+    opt.out(p, type=Path, required=True, help="folder for annotate.html and items.json")
 
 
 def main(args: argparse.Namespace) -> int:
     import vignette
 
-    if args.n < 1:
-        print("error: --n must be >= 1", file=sys.stderr)
+    if args.limit < 1:
+        print("error: --limit must be >= 1", file=sys.stderr)
         return 2
     try:
-        path = export(args.source, args.kind, args.out, args.n, args.seed, args.config)
+        path = export(args.source, args.kind, args.out, args.limit, args.seed, args.config)
     except (vignette.VignetteError, FileNotFoundError, LookupError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

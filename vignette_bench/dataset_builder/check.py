@@ -30,6 +30,7 @@ import pandas as pd
 from PIL import Image, UnidentifiedImageError
 from tqdm.auto import tqdm
 
+from vignette_bench import cli_options as opt
 from vignette_bench.dataset_builder.records import RecordError, RenderRecord, stable_seed
 from vignette_bench.dataset_builder.shard import INPUT_IMAGE_SUFFIXES
 
@@ -282,14 +283,14 @@ def rerender_failures(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("renders", type=Path, help="render folder (<key>.png + <key>.json)")
+    p.add_argument("renders", type=Path, metavar="RENDERS", help="render folder (<key>.png + <key>.json)")
     p.add_argument(
         "--table", type=Path, default=None, help="results table, .parquet or .csv (default RENDERS/check.parquet)"
     )
     p.add_argument("--min-std", type=float, default=CheckSettings.min_std)
     p.add_argument("--max-hash-distance", type=int, default=CheckSettings.max_hash_distance)
     p.add_argument("--no-face", action="store_true", help="skip the face check")
-    p.add_argument("--size", default=None, help="expected WxH (default: each record's size)")
+    opt.size(p, default=None, help="expected WxH (default: each record's size)")
     p.add_argument("--workers", type=int, default=1, help="processes for the per-image checks (default 1)")
     p.add_argument(
         "--rerender-failures", action="store_true", help="re-render failures with a new recorded seed, then check again"
@@ -298,12 +299,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    size = None
-    if args.size:
-        w, _, h = args.size.lower().partition("x")
-        size = (int(w), int(h or w))
     settings = CheckSettings(
-        min_std=args.min_std, max_hash_distance=args.max_hash_distance, face=not args.no_face, expected_size=size
+        min_std=args.min_std, max_hash_distance=args.max_hash_distance, face=not args.no_face, expected_size=args.size
     )
     results = check_renders(args.renders, settings, workers=args.workers)
     if args.rerender_failures and any(not r.ok for r in results):

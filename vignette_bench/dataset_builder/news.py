@@ -18,13 +18,14 @@ import csv
 import io
 import json
 import tempfile
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 from PIL import Image, ImageDraw
+
+from vignette_bench import cli_options as opt
 
 ATTRIBUTES = ("age", "gender", "race", "occupation", "sport")
 # Spellings used by the paper's tables and annotators, mapped onto ours.
@@ -424,20 +425,20 @@ def build_news_sample(out_dir: str | Path) -> NewsBuildReport:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--images", help="folder holding the image files named in the rows")
     parser.add_argument("--rows", help="rows.csv or rows.jsonl (fields: see docs/news.md)")
-    parser.add_argument("--out", required=True, help="source folder; news/*.parquet is written inside it")
+    opt.out(parser, required=True, help="source folder; news/*.parquet is written inside it")
     parser.add_argument("--skip-bad", action="store_true", help="leave bad rows out (counted and reported)")
     parser.add_argument("--rows-per-shard", type=int, default=256)
     parser.add_argument(
-        "--sample", action="store_true", help="build our drawn PLACEHOLDER sample instead of --images/--rows"
+        "--placeholder", action="store_true", help="build our drawn PLACEHOLDER sample instead of --images/--rows"
     )
 
 
 def run(args: argparse.Namespace) -> NewsBuildReport:
-    if args.sample:
+    if args.placeholder:
         report = build_news_sample(args.out)
     else:
         if not args.images or not args.rows:
-            raise SystemExit("news: pass --images DIR and --rows FILE (or --sample)")
+            raise SystemExit("news: pass --images DIR and --rows FILE (or --placeholder)")
         try:
             report = build_news(
                 args.images, args.rows, args.out, skip_bad=args.skip_bad, rows_per_shard=args.rows_per_shard
@@ -454,15 +455,6 @@ def run(args: argparse.Namespace) -> NewsBuildReport:
     return report
 
 
-def main(args: argparse.Namespace | Iterable[str] | None = None) -> int:
-    """Entry for `vignette build news` (a parsed Namespace) and `vignette build news`."""
-    if not isinstance(args, argparse.Namespace):
-        parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-        add_arguments(parser)
-        args = parser.parse_args(list(args) if args is not None else None)
+def main(args: argparse.Namespace) -> int:
     run(args)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

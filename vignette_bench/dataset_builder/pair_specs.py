@@ -1,4 +1,4 @@
-"""``vignette build specs --out SOURCE``: the pair configs' rows, without images, as parquet files.
+"""``vignette build specs --source SOURCE``: the pair configs' rows, without images, as parquet files.
 
 Every pair of a config as one row (ids, keys of both renders, identities, surface forms, activities;
 ``vignette.features()`` minus the image), written to ``pairs/<config>/test-NNNNN-of-MMMMM.parquet``
@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
+
+from vignette_bench import cli_options as opt
 
 SPECS_DIR = "pairs"
 ROWS_PER_FILE = 1_000_000  # ~1.5 GB peak while a slice is built; ~20 MB per file
@@ -71,7 +73,7 @@ def _rows(root: Path, config: str) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, required=True, help="source folder (with renders/index.parquet and taxonomy/)")
+    opt.source(p, type=Path, required=True, help="source folder (with renders/index.parquet and taxonomy/)")
     p.add_argument("--configs", default=None, help="comma-separated pair configs (default: all four)")
     p.add_argument("--rows-per-file", type=int, default=ROWS_PER_FILE)
 
@@ -80,7 +82,7 @@ def main(args: argparse.Namespace) -> int:
     from vignette_bench.dataset_builder.card import write_card
 
     configs = tuple(c.strip() for c in args.configs.split(",")) if args.configs else None
-    for config, n in write_pair_specs(args.out, configs, args.rows_per_file).items():
+    for config, n in write_pair_specs(args.source, configs, args.rows_per_file).items():
         print(f"{SPECS_DIR}/{config}: {n:,} pairs")
-    write_card(args.out)  # declares the new configs
+    write_card(args.source)  # declares the new configs
     return 0

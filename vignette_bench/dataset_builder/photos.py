@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from vignette_bench import cli_options as opt
 from vignette_bench.dataset_builder.card import write_card
 from vignette_bench.dataset_builder.records import RenderRecord, spec_for
 from vignette_bench.dataset_builder.shard import write_shards
@@ -149,7 +150,7 @@ def build_photo_source(
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--labels", type=Path, required=True, help="CSV or parquet: image, gender, identity, activity")
-    p.add_argument("--out", type=Path, required=True, help="source folder to write (its renders/ is replaced)")
+    opt.out(p, type=Path, required=True, help="source folder to write (its renders/ is replaced)")
     p.add_argument("--taxonomy", type=Path, default=None, help="your own taxonomy folder (default: the packaged one)")
     p.add_argument("--quality", type=int, default=90, help="JPEG quality in the shards (default 90)")
 

@@ -1,4 +1,4 @@
-"""``vignette build reduce --out SOURCE``: a reduced copy of every render, sized for composition.
+"""``vignette build reduce --source SOURCE``: a reduced copy of every render, sized for composition.
 
 Composing a pair spends most of its time decoding two 1024² JPEGs (even at libjpeg's half scale the
 whole bitstream is entropy-decoded). A copy whose shorter side is ``side`` pixels (default 384: a
@@ -26,6 +26,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from vignette_bench import cli_options as opt
 from vignette_bench.dataset_builder.shard import INDEX_PATH, _add, read_image_bytes
 from vignette_bench.formats.render_index import REDUCED_COLUMNS
 
@@ -104,13 +105,18 @@ def write_reduced(root: str | Path, side: int = DEFAULT_SIDE, quality: int = DEF
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, required=True, help="source folder (renders/index.parquet and its shards)")
-    p.add_argument("--side", type=int, default=DEFAULT_SIDE, help=f"shorter side of each copy (default {DEFAULT_SIDE})")
+    opt.source(p, type=Path, required=True, help="source folder (renders/index.parquet and its shards)")
+    opt.size(
+        p,
+        default=(DEFAULT_SIDE, DEFAULT_SIDE),
+        help=f"the tile WxH each copy must cover: its shorter side is max(W, H) (default {DEFAULT_SIDE})",
+    )
     p.add_argument("--quality", type=int, default=DEFAULT_QUALITY)
 
 
 def main(args: argparse.Namespace) -> int:
-    n = write_reduced(args.out, args.side, args.quality)
-    size = sum(p.stat().st_size for p in (Path(args.out) / REDUCED_DIR).glob("*.tar"))
-    print(f"{REDUCED_DIR}/: {n} reduced copies ({args.side} px), {size / 1e6:.1f} MB; index updated")
+    side = max(args.size)
+    n = write_reduced(args.source, side, args.quality)
+    size = sum(p.stat().st_size for p in (Path(args.source) / REDUCED_DIR).glob("*.tar"))
+    print(f"{REDUCED_DIR}/: {n} reduced copies ({side} px), {size / 1e6:.1f} MB; index updated")
     return 0

@@ -29,6 +29,7 @@ from typing import Any
 from PIL import Image
 from tqdm.auto import tqdm
 
+from vignette_bench import cli_options as opt
 from vignette_bench.dataset_builder.records import RecordError, RenderRecord, RenderSpec, plan_renders
 from vignette_bench.taxonomy import load_taxonomy
 
@@ -299,29 +300,18 @@ def _csv(text: str | None) -> list[str] | None:
     return [t.strip() for t in text.split(",") if t.strip()] if text else None
 
 
-def _size(text: str) -> tuple[int, int]:
-    w, _, h = text.lower().partition("x")
-    return int(w), int(h or w)
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return value
+positive_int = opt.positive_int
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, required=True, help="render folder (<key>.png + <key>.json); rerun to resume")
-    p.add_argument(
-        "--model", default=DEFAULT_MODEL, help=f"diffusers pipeline, Hub id or local path (default {DEFAULT_MODEL})"
-    )
+    opt.out(p, type=Path, required=True, help="render folder (<key>.png + <key>.json); rerun to resume")
+    opt.model(p, default=DEFAULT_MODEL, help=f"diffusers pipeline, Hub id or local path (default {DEFAULT_MODEL})")
     p.add_argument(
         "--revision", default=None, help="Hub revision (branch, tag or commit); recorded as the commit it resolves to"
     )
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--guidance", type=float, default=3.5)
-    p.add_argument("--size", type=_size, default=(1024, 1024), help="WxH or N (default 1024)")
+    opt.size(p, default=(1024, 1024), help="WxH or N (default 1024)")
     p.add_argument("--dtype", default="auto", choices=("auto", "bfloat16", "float16", "float32"))
     p.add_argument("--device", default="auto", help="auto: cuda:$LOCAL_RANK if a GPU is there, else cpu")
     p.add_argument("--batch-size", type=int, default=1)

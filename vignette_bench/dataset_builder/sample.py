@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from vignette_bench import cli_options as opt
 from vignette_bench.dataset_builder.card import write_card
 from vignette_bench.dataset_builder.placeholder import draw_placeholder
 from vignette_bench.dataset_builder.records import RenderRecord, RenderSpec, plan_renders
@@ -106,8 +107,8 @@ def build_sample(
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, required=True, help="folder to create (its renders/ is replaced)")
-    p.add_argument("--size", type=int, default=256, help="render width and height in pixels (default 256)")
+    opt.out(p, type=Path, required=True, help="folder to create (its renders/ is replaced)")
+    opt.size(p, default=(256, 256), help="render size, square: N or NxN pixels (default 256)")
     p.add_argument("--format", choices=("jpeg", "webp"), default="jpeg")
     p.add_argument("--quality", type=int, default=90)
     p.add_argument("--identities", default=",".join(SAMPLE_IDENTITIES), help="comma-separated identity names")
@@ -118,9 +119,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    width, height = args.size
+    if width != height:
+        print(f"error: --size {width}x{height}: the sample's renders are square (give N)", file=sys.stderr)
+        return 2
     out = build_sample(
         args.out,
-        size=args.size,
+        size=width,
         fmt=args.format,
         quality=args.quality,
         identities=[s.strip() for s in args.identities.split(",") if s.strip()],

@@ -28,6 +28,7 @@ import pandas as pd
 from PIL import Image, UnidentifiedImageError
 from tqdm.auto import tqdm
 
+from vignette_bench import cli_options as opt
 from vignette_bench.dataset_builder.records import RecordError, RenderRecord, plan_order, read_record
 from vignette_bench.taxonomy import DATA_DIR, Taxonomy, load_taxonomy, slug
 
@@ -429,11 +430,13 @@ def failed_in_check(table: Path, render_dir: Path) -> set[str]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "renders", type=Path, nargs="?", help="render folder (<key>.png + <key>.json), e.g. the output of `render`"
+        "renders",
+        type=Path,
+        nargs="?",
+        metavar="RENDERS",
+        help="render folder (<key>.png + <key>.json), e.g. the output of `render`",
     )
-    p.add_argument(
-        "--out", type=Path, required=True, help="source folder to write renders/*.tar and renders/index.parquet into"
-    )
+    opt.out(p, type=Path, required=True, help="source folder to write renders/*.tar and renders/index.parquet into")
     p.add_argument(
         "--format", choices=("jpeg", "webp"), default="jpeg", help="image format in the shards (default jpeg)"
     )
@@ -447,9 +450,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--card", action="store_true", help="also copy the taxonomy and write README.md (dataset card) into --out"
     )
-    p.add_argument(
-        "--repo-id", default=None, help="with --card: the name users load the source by (e.g. a Hub dataset id)"
-    )
+    opt.repo(p, default=None, help="with --card: the name users load the source by (e.g. a Hub dataset id)")
     p.add_argument("--license", default="cc-by-4.0", help="with --card: the license in the card's YAML")
 
 
@@ -478,5 +479,5 @@ def main(args: argparse.Namespace) -> int:
         (args.out / "taxonomy").mkdir(exist_ok=True)
         for name in TAXONOMY_FILES:
             shutil.copyfile(f"{args.taxonomy or DATA_DIR}/{name}", args.out / "taxonomy" / name)
-        print(f"wrote {write_card(args.out, args.repo_id, args.license)}")
+        print(f"wrote {write_card(args.out, args.repo, args.license)}")
     return 0

@@ -1,4 +1,4 @@
-"""``vignette build verify SOURCE [--decode]``: check everything the loader trusts.
+"""``vignette build verify --source SOURCE [--decode]``: check everything the loader trusts.
 
 The index is well formed (`vignette_bench.formats.render_index`: types, ranges, keys that match their own metadata); each
 row's bytes lie in its shard at its offset with its sha256, under a member named for its key; the
@@ -19,6 +19,7 @@ import fsspec
 import pandas as pd
 from tqdm.auto import tqdm
 
+from vignette_bench import cli_options as opt
 from vignette_bench.dataset_builder.records import RecordError, RenderRecord, validate_record
 from vignette_bench.dataset_builder.shard import INDEX_PATH, ShardError, read_image_bytes, scan_shard
 
@@ -165,7 +166,7 @@ def _reduced_problems(root: str, index: pd.DataFrame, decode: bool) -> list[Prob
 
     from PIL import Image
 
-    hint = f"rebuild them with `vignette build reduce --out {root}`"
+    hint = f"rebuild them with `vignette build reduce --source {root}`"
     problems = []
     for row in index[index.reduced_shard.notna()].itertuples(index=False):
         shard, offset, length = row.reduced_shard, int(row.reduced_offset), int(row.reduced_length)
@@ -232,7 +233,7 @@ def _record_of(row) -> RenderRecord:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("source", help="source folder or fsspec URL (holding renders/index.parquet)")
+    opt.source(p, required=True, help="source folder or fsspec URL (holding renders/index.parquet)")
     p.add_argument("--decode", action="store_true", help="also decode every image (slower: reads all bytes)")
 
 

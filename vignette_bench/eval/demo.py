@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+from vignette_bench import cli_options as opt
+
 BANNER = """\
 ================================================================================
  VIGNETTE demo — PLACEHOLDER IMAGES and UNTRAINED MODELS
@@ -27,7 +29,7 @@ To run a real model on a GPU (the published renders, a balanced sample of 2000 p
   vignette run --source vignette-bench/vignette --config identity_contrast \\
       --model "hf:llava-hf/llava-v1.6-mistral-7b-hf?mode=score&dtype=bfloat16&device=cuda" \\
       --sample 2000 --variants all --batch-size 32 --out runs/llava16/identity_contrast
-  (many GPUs: torchrun --nproc-per-node 8 -m vignette_bench run ... ; then vignette merge RUN_DIR)
+  (many GPUs: torchrun --nproc-per-node 8 -m vignette_bench run ... ; then vignette merge RUN)
   vignette report runs/llava16/* --out report/llava16"""
 
 METRICS = ("selection_frequency", "log_odds", "pair_comp", "polarity")
@@ -156,13 +158,14 @@ def write_report(run_dirs: list[Path], out: Path) -> Path:
     return html
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="demo_out", help="folder for everything the demo writes (rerunning resumes)")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    opt.out(parser, default="demo_out", help="folder for everything the demo writes (rerunning resumes)")
     parser.add_argument("--tiny-pairs", type=int, default=6, help="pairs per config for the tiny VLM")
     parser.add_argument("--random-pairs", type=int, default=12, help="pairs per config for the random responder")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    opt.seed(parser, help="seed of the runs (default 0)")
+
+
+def main(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("VIGNETTE_TINY_DIR", str(out / "tiny_models"))  # keep the tiny model inside the demo folder
@@ -186,7 +189,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nerror: {len(failed)} metric computation(s) failed: {', '.join(failed)} (see above)", file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

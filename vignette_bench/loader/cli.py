@@ -8,49 +8,60 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from vignette_bench import cli_options as opt
 from vignette_bench.formats.pair_config import CONFIGS, DEFAULT_SEAM, DEFAULT_SIZE
-from vignette_bench.loader.errors import CorruptRenderError, MissingRenderError, VignetteError, unknown
+from vignette_bench.loader.errors import MissingRenderError, VignetteError, unknown
 from vignette_bench.loader.load import info_table, open_pair
 from vignette_bench.loader.reader import RenderIndex
 from vignette_bench.loader.sources import DEFAULT_SOURCE, Source
 from vignette_bench.taxonomy import load_taxonomy
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="VIGNETTE pair configs: sizes and single pairs.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p_info = sub.add_parser("info", help="pairs per config x gender x dimension, and totals")
-    p_info.add_argument("--source", help="a source (folder, URL, Hub id); default: the packaged taxonomy")
-    p_info.add_argument("--json", action="store_true", help="print JSON")
-    p_show = sub.add_parser("show", help="write one composed pair to an image file")
-    p_show.add_argument("config", help=", ".join(CONFIGS))
-    p_show.add_argument("--index", type=int, required=True, help="position in the config's full pair space")
-    p_show.add_argument("--out", required=True, help="output image path (format from the suffix)")
-    p_show.add_argument("--source", default=DEFAULT_SOURCE)
-    p_show.add_argument("--size", default=f"{DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]}", help="WIDTHxHEIGHT")
-    p_show.add_argument("--seam", type=int, default=DEFAULT_SEAM)
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "info":
-            if args.source:
-                index = RenderIndex.load(Source(args.source))
-                table = info_table(load_taxonomy(index.source.url("taxonomy")), index.coverage)
-                table["source"] = index.source.root
-            else:
-                table = info_table(load_taxonomy())
-                table["source"] = "packaged taxonomy (vignette_bench/taxonomy)"
-            print(json.dumps(table, indent=2) if args.json else _format_info(table))
-        else:
-            if args.config not in CONFIGS:
-                raise unknown("config", args.config, CONFIGS)
-            w, _, h = args.size.partition("x")
-            spec, image = open_pair(args.source, args.config, args.index, size=(int(w), int(h)), seam=args.seam)
-            image.save(args.out)
-            print(f"{spec.pair_id}\t{spec.key_left} | {spec.key_right}\t-> {args.out}")
-    except (VignetteError, MissingRenderError, CorruptRenderError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+def info_add_arguments(parser: argparse.ArgumentParser) -> None:
+    opt.source(parser, help="a source (folder, URL, Hub id); default: the packaged taxonomy")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def info_main(args: argparse.Namespace) -> int:
+    """Pairs per config x gender x dimension, and totals."""
+    if args.source:
+        index = RenderIndex.load(Source(args.source))
+        table = info_table(load_taxonomy(index.source.url("taxonomy")), index.coverage)
+        table["source"] = index.source.root
+    else:
+        table = info_table(load_taxonomy())
+        table["source"] = "packaged taxonomy (vignette_bench/taxonomy)"
+    print(json.dumps(table, indent=2) if args.json else _format_info(table))
     return 0
+
+
+def show_add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", help=", ".join(CONFIGS))
+    parser.add_argument("--index", type=int, required=True, help="position in the config's full pair space")
+    opt.out(parser, required=True, help="output image path (format from the suffix)")
+    opt.source(parser, default=DEFAULT_SOURCE, help=f"the source (default {DEFAULT_SOURCE})")
+    opt.size(parser, default=DEFAULT_SIZE, help=f"pair size (default {DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]})")
+    parser.add_argument("--seam", type=int, default=DEFAULT_SEAM)
+
+
+def show_main(args: argparse.Namespace) -> int:
+    """Write one composed pair to an image file."""
+    if args.config not in CONFIGS:
+        raise unknown("config", args.config, CONFIGS)
+    try:
+        spec, image = open_pair(args.source, args.config, args.index, size=tuple(args.size), seam=args.seam)
+    except (MissingRenderError, FileNotFoundError) as e:  # not VignetteErrors: name them the CLI's way
+        raise VignetteError(str(e)) from e
+    image.save(args.out)
+    print(f"{spec.pair_id}\t{spec.key_left} | {spec.key_right}\t-> {args.out}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m vignette info|show ...`: the same jobs through the one command line."""
+    from vignette_bench.cli import main as cli_main
+
+    return cli_main(list(sys.argv[1:] if argv is None else argv))
 
 
 def _format_info(table: dict[str, Any]) -> str:

@@ -55,7 +55,7 @@ def sections_text(source: Path) -> str:
         placeholder += (
             " The `news` config here holds "
             + ", ".join(p.name for p in news)
-            + "; when built by `vignette build news --sample` its images are placeholders and its "
+            + "; when built by `vignette build news --placeholder` its images are placeholders and its "
             "questions ours, not the paper's (unreleased) news data."
         )
     values = {

@@ -1,5 +1,7 @@
 """vignette upload {dataset,metrics,results} --repo ID [--dry-run]   |   vignette upload card --source DIR
 
+dataset and card read --source SOURCE; results reads --entries DIR (default leaderboard/entries).
+
 dataset  SOURCE folder (card + taxonomy + renders + index) -> a Hub dataset repo
 metrics  vignette_bench/metrics/<name>/ -> one gradio Space per metric, OWNER/<name>
 results  leaderboard entries (validated) + the responses they cite -> a Hub dataset repo
@@ -17,6 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from vignette_bench import cli_options as opt
 from vignette_bench.upload.plan import describe, execute, remote_listing
 from vignette_bench.upload.targets import UploadError, dataset_plan, metric_names, metrics_plan
 
@@ -41,29 +44,29 @@ def _listing(api, repo_id: str, repo_type: str, consult: bool):
     return remote_listing(api, repo_id, repo_type)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", choices=("dataset", "metrics", "results", "card"))
-    p.add_argument("--repo", help="dataset repo id (dataset, results) or owner (metrics)")
-    p.add_argument(
-        "--source",
-        default=None,
-        help="dataset, card: the source folder; results: the entries folder (default leaderboard/entries)",
-    )
-    p.add_argument("--metrics-dir", default="metrics")
+    opt.repo(p, help="dataset repo id (dataset, results) or owner (metrics)")
+    opt.source(p, default=None, help="dataset, card: the source folder")
+    p.add_argument("--entries", default="leaderboard/entries", help="results: the entries folder (default %(default)s)")
+    p.add_argument("--metrics", default="metrics", help="metrics: the folder of metric modules (default metrics)")
     p.add_argument("--stage", default=None, help="folder for staged Space files (default: a temp folder)")
     p.add_argument("--private", action="store_true")
     p.add_argument("--dry-run", action="store_true", help="print the plan and stop; writes nothing to the Hub")
-    args = p.parse_args(argv)
+
+
+def main(args: argparse.Namespace) -> int:
     if args.target == "card":
         from vignette_bench.upload.card import complete_card
 
         if not args.source:
-            p.error("card: give --source DIR")
+            print("error: card: give --source DIR", file=sys.stderr)
+            return 2
         print(f"wrote {complete_card(Path(args.source))}")
         return 0
     if not args.repo:
-        p.error(f"{args.target}: --repo is required")
+        print(f"error: {args.target}: --repo is required", file=sys.stderr)
+        return 2
     try:
         api = _api(args.dry_run)
         consult = not args.dry_run or api.token is not None
@@ -86,17 +89,17 @@ def main(argv: list[str] | None = None) -> int:
             remotes = (
                 {
                     f"{args.repo}/{n}": _listing(api, f"{args.repo}/{n}", "space", consult)
-                    for n in metric_names(Path(args.metrics_dir))
+                    for n in metric_names(Path(args.metrics))
                 }
                 if "/" not in args.repo
                 else {}
             )
-            steps = metrics_plan(Path(args.metrics_dir), args.repo, stage, private=args.private, remotes=remotes)
+            steps = metrics_plan(Path(args.metrics), args.repo, stage, private=args.private, remotes=remotes)
         else:
             from vignette_bench.upload.results import results_plan
 
             steps = results_plan(
-                Path(args.source or "leaderboard/entries"),
+                Path(args.entries),
                 args.repo,
                 private=args.private,
                 stage=Path(args.stage) if args.stage else None,
@@ -114,7 +117,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -10,8 +10,15 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image, ImageDraw
 
+from vignette_bench.cli import main as vignette
 from vignette_bench.eval.explain.attention import attention_schema
-from vignette_bench.eval.explain.pictures import ExplainError, explain, main
+from vignette_bench.eval.explain.pictures import ExplainError, explain
+
+
+def main(argv):
+    """`vignette explain ARGV` in-process."""
+    return vignette(["explain", *argv])
+
 
 BASE = pa.schema(
     [("question_id", pa.string()), ("pair_id", pa.string()), ("context", pa.string()), ("choice", pa.string())]

@@ -10,10 +10,16 @@ import pandas as pd
 import pytest
 import yaml
 
+from vignette_bench.cli import main as vignette
 from vignette_bench.eval.leaderboard.board import export
-from vignette_bench.eval.leaderboard.command import main
 from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, write_entry
 from vignette_bench.eval.report.simulate import SimSpec, write_run
+
+
+def main(argv):
+    """`vignette leaderboard ARGV` in-process."""
+    return vignette(["leaderboard", *argv])
+
 
 SMALL = dict(
     dimensions=("religion",),
@@ -141,7 +147,7 @@ def test_cli_validate_build_export(board, tmp_path, capsys):
     assert "| choice |" in md  # the answer mode beside the results
     page = (out / "leaderboard.html").read_text()
     assert 'id="board"' in page and "<svg" in page and "self-reported" in page and "custom" in page
-    assert main(["export", str(path), "--dataset-id", "org/vignette", "--out", str(tmp_path / "model")]) == 0
+    assert main(["export", str(path), "--repo", "org/vignette", "--out", str(tmp_path / "model")]) == 0
     files = list((tmp_path / "model" / ".eval_results").glob("*.yaml"))
     assert len(files) == 1
     from huggingface_hub import parse_eval_result_entries

@@ -14,10 +14,14 @@ import pytest
 from vignette_bench.cli import main as cli
 from vignette_bench.dataset_builder.sample import build_sample
 from vignette_bench.eval.leaderboard.board import collect, rank_groups
-from vignette_bench.eval.leaderboard.command import main as lb
 from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, write_entry
 from vignette_bench.eval.leaderboard.protocol import CUSTOM, VERSION
 from vignette_bench.eval.leaderboard.verify import load_verification, verification_path, verify
+
+
+def lb(argv):
+    """`vignette leaderboard ARGV` in-process."""
+    return cli(["leaderboard", *argv])
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +172,7 @@ def test_verify_passes_an_honest_entry_and_fails_fabricated_answers(tree: Path, 
 def test_the_subset_depends_on_the_entry_and_verification_binds_to_it(tree: Path, tmp_path: Path) -> None:
     root = _copy(tree, tmp_path)
     path = root / "entries" / "honest.json"
-    assert lb(["verify", str(path), "--model", "random", "--n", "20"]) == 0
+    assert lb(["verify", str(path), "--model", "random", "--limit", "20"]) == 0
     record = json.loads(verification_path(path, json.loads(path.read_text())["entry_id"]).read_text())
     assert record["passed"] and record["n_checked"] == 20 and "python" in record["hardware"]
     assert load_verification(path, json.loads(path.read_text())) is not None
@@ -260,7 +264,7 @@ def test_the_board_page_in_a_real_browser(tree: Path, tmp_path: Path) -> None:
     root = _copy(tree, tmp_path)
     _run(root, "seed3", "--seed", "3")
     _enter(root, "seed3")
-    assert lb(["verify", str(root / "entries" / "honest.json"), "--model", "random", "--n", "10"]) == 0
+    assert lb(["verify", str(root / "entries" / "honest.json"), "--model", "random", "--limit", "10"]) == 0
     out = tmp_path / "site"
     assert lb(["build", "--entries", str(root / "entries"), "--out", str(out)]) == 0
     options = webdriver.ChromeOptions()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
+from vignette_bench.cli import main as vignette
 from vignette_bench.eval.adapters.openai_adapter import OpenAIAdapter
 from vignette_bench.eval.news.answer import parse_answer
 from vignette_bench.eval.news.data import NewsItem
@@ -15,9 +16,13 @@ from vignette_bench.eval.news.judge import (
     cache_key,
     judge_id_of,
     judge_spec,
-    main,
     parse_judgement,
 )
+
+
+def main(argv):
+    """`vignette news judge ARGV` in-process."""
+    return vignette(["news", "judge", *argv])
 
 
 @pytest.mark.parametrize(
@@ -139,12 +144,13 @@ def test_cli_names_answers_that_are_not_in_the_source(tmp_path, capsys) -> None:
 def test_news_commands_end_in_error_exit_2_on_a_dead_server(tmp_path, capsys, command: str) -> None:
     """The start-up probe (or N consecutive connection errors) is named with `error:` and exit 2, not a traceback."""
     from vignette_bench.dataset_builder.news import build_news_sample
-    from vignette_bench.eval.news import answer
 
     build_news_sample(tmp_path / "src")
     dead = "openai:m@http://127.0.0.1:9/v1?max_retries=0"
     if command == "answer":
-        code = answer.main(["--source", str(tmp_path / "src"), "--model", dead, "--out", str(tmp_path / "run")])
+        code = vignette(
+            ["news", "answer", "--source", str(tmp_path / "src"), "--model", dead, "--out", str(tmp_path / "run")]
+        )
     else:
         answers = tmp_path / "answers.jsonl"
         answers.write_text("")

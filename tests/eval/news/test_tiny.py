@@ -13,17 +13,22 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from vignette_bench.cli import main as vignette
 from vignette_bench.eval.adapters.spec import TINY_CACHE_ENV
 from vignette_bench.eval.news.answer import read_answers
-from vignette_bench.eval.news.demo import main as demo_main
 from vignette_bench.eval.news.judge import read_judgements
+
+
+def demo_main(argv):
+    """`vignette news demo ARGV` in-process."""
+    return vignette(["news", "demo", *argv])
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.environ.setdefault(TINY_CACHE_ENV, str(tmp_path_factory.mktemp("tiny")))
     out = tmp_path_factory.mktemp("news_demo")
-    assert demo_main(["--out", str(out), "--items", "2", "--judge-max-new-tokens", "24"]) == 0
+    assert demo_main(["--out", str(out), "--limit", "2", "--judge-max-new-tokens", "24"]) == 0
     return out
 
 

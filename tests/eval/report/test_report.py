@@ -16,12 +16,19 @@ import pytest
 from PIL import Image
 
 from tests import REPO_ROOT
+from vignette_bench.cli import main as vignette
 from vignette_bench.eval.report import figures as F
 from vignette_bench.eval.report.build import verdicts
-from vignette_bench.eval.report.command import main, make_report
+from vignette_bench.eval.report.command import make_report
 from vignette_bench.eval.report.numbers import compute, family_inputs, summaries
 from vignette_bench.eval.report.runs import RunError, load_run
 from vignette_bench.eval.report.simulate import RESPONSE_COLUMNS, SimSpec, simulate, write_run
+
+
+def main(argv):
+    """`vignette report ARGV` in-process."""
+    return vignette(["report", *argv])
+
 
 ROOT = REPO_ROOT
 SMALL = dict(dimensions=("religion",), genders=("female",), n_activities=3, n_traits=4)

@@ -111,10 +111,10 @@ def test_a_version_1_run_folder_reads_as_the_rule_order_and_resumes_with_it(sour
     data["schema_version"] = 1
     f.record_path.write_text(json.dumps(data))
     assert f.read_record().settings.orders == "rule" and f.read_record().schema_version == 2
-    from vignette_bench.eval.runtime.run import main as run_main
+    from vignette_bench.cli import main as vignette
 
-    args = ["--source", source, "--config", "portraits", "--model", "random", "--seed", "2", "--sample", "2"]
-    assert run_main([*args, "--image-size", "96x48", "--out", str(tmp_path), "--no-progress"]) == 0  # no --orders
+    args = ["run", "--source", source, "--config", "portraits", "--model", "random", "--seed", "2", "--sample", "2"]
+    assert vignette([*args, "--size", "96x48", "--out", str(tmp_path), "--no-progress"]) == 0  # no --orders
     assert f.read_responses().num_rows == first.asked and json.loads(f.record_path.read_text())["schema_version"] == 1
 
 

@@ -12,15 +12,25 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests import REPO_ROOT
+from vignette_bench.cli import main as vignette
 from vignette_bench.dataset_builder.sample import build_sample
 from vignette_bench.eval.adapters.base import ChoiceRequest, ChoiceResult, ModelAdapter
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.merge import MergeError, merge
-from vignette_bench.eval.runtime.merge import main as merge_main
 from vignette_bench.eval.runtime.questions import Variants
 from vignette_bench.eval.runtime.run import RunError, RunSettings, Shard, run
-from vignette_bench.eval.runtime.run import main as run_main
 from vignette_bench.eval.runtime.runlog import LogCorrupt, scan_part
+
+
+def run_main(argv):
+    """`vignette run ARGV` in-process."""
+    return vignette(["run", *argv])
+
+
+def merge_main(argv):
+    """`vignette merge ARGV` in-process."""
+    return vignette(["merge", *argv])
+
 
 ROOT = REPO_ROOT
 IDENTITIES = ("man", "woman", "muslim", "hindu", "christian", "old", "young")
@@ -62,7 +72,7 @@ def cli(source, out, model, *extra, python=True):
         "3",
         "--seed",
         "5",
-        "--image-size",
+        "--size",
         "96x48",
         "--no-progress",
         "--variants",
@@ -243,7 +253,7 @@ def test_always_left_and_corrupt_log(source, tmp_path):
 def test_bad_options_are_named(source, tmp_path, capsys):
     assert run_main(cli(source, tmp_path, "random", "--filter", "colour=blue", python=False)) == 2
     assert "--filter colour=blue" in capsys.readouterr().err
-    assert run_main(cli(source, tmp_path, "random", "--image-size", "big", python=False)) == 2
+    assert run_main(cli(source, tmp_path, "random", "--size", "big", python=False)) == 2
     assert "WIDTHxHEIGHT" in capsys.readouterr().err
     with pytest.raises(ValueError, match="unknown option"):
         run(settings(source, model="random:temperature=1"), tmp_path / "x", progress=False)

@@ -10,14 +10,20 @@ import pytest
 from scipy import stats
 
 from vignette import PairSpace
+from vignette_bench.cli import main as vignette
 from vignette_bench.dataset_builder.sample import build_sample
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.planning import plan_for_space, plan_sample
 from vignette_bench.eval.runtime.questions import Variants
 from vignette_bench.eval.runtime.run import RunSettings, plan_sample_size, run
-from vignette_bench.eval.runtime.run import main as run_main
 from vignette_bench.stats.planning import DEFAULT_ICC
 from vignette_bench.taxonomy import load_taxonomy
+
+
+def run_main(argv):
+    """`vignette run ARGV` in-process."""
+    return vignette(["run", *argv])
+
 
 TAX = load_taxonomy()
 IDENTITIES = ("man", "woman", "muslim", "hindu", "christian", "buddhist", "old", "young")
@@ -102,7 +108,7 @@ def test_weaker_families_are_reported():
 
 def test_cli_sample_auto_records_the_plan(source, tmp_path, capsys):
     args = ["--source", source, "--config", "identity_contrast", "--model", "random", "--paradigms", "decision"]
-    args += ["--filter", "dimensions=religion", "--image-size", "64x32", "--no-progress"]
+    args += ["--filter", "dimensions=religion", "--size", "64x32", "--no-progress"]
     args += ["--sample", "auto", "--detectable-effect", "45", "--icc", "0", "--out", str(tmp_path)]
     assert run_main(args) == 0
     err = capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""Draw where the model looked for one answered question: `vignette explain RUN_DIR --question ID`.
+"""Draw where the model looked for one answered question: `vignette explain RUN --question ID`.
 
 Three panels, as in the VIGNETTE paper's case study (fig. 7, appendix A.8), each a PNG, plus all
 three side by side:
@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from vignette_bench import cli_options as opt
 from vignette_bench.eval.explain.attention import AttentionSummary
 from vignette_bench.eval.runtime.folder import RunFolder
 
@@ -247,17 +248,18 @@ def attention_section(run_dir: str | Path, examples: int = 2) -> Any:
     return s
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("run_dir", help="a run folder (responses.parquet or log/, run.json, plan.parquet)")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    opt.runs(p, help="a run folder (responses.parquet or log/, run.json, plan.parquet)")
     p.add_argument("--question", required=True, help="question_id of the answer to explain")
     p.add_argument("--layer", type=int, help="layer for the per-head panel (default: the last; -2 = second to last)")
-    p.add_argument("--out", help="folder for the PNGs (default RUN_DIR/explain)")
+    opt.out(p, help="folder for the PNGs (default RUN/explain)")
     p.add_argument("--image", help="the pair image file, when it cannot be composed from the run's source")
-    args = p.parse_args(argv)
+
+
+def main(args: argparse.Namespace) -> int:
     try:
         image = Image.open(args.image).convert("RGB") if args.image else None
-        result = explain(args.run_dir, args.question, layer=args.layer, out=args.out, image=image)
+        result = explain(args.run, args.question, layer=args.layer, out=args.out, image=image)
     except (ExplainError, KeyError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -266,7 +268,3 @@ def main(argv: list[str] | None = None) -> int:
     for path in (*result.panels, result.combined):
         print(path)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from vignette_bench import cli_options as opt
 from vignette_bench.eval.leaderboard.entry import EntryError, validate
 
 MIN_AGREEMENT = 0.95
@@ -260,14 +261,14 @@ def load_verification(entry_path: Path, entry: dict) -> dict[str, Any] | None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("entry", type=Path, help="an entry JSON (validated first)")
-    p.add_argument("--model", required=True, help="model spec to re-ask with (the entry's model and revision)")
-    p.add_argument("--n", type=int, default=50, help="questions to re-ask (default 50)")
+    opt.model(p, required=True, help="model spec to re-ask with (the entry's model and revision)")
+    opt.limit(p, default=50, help="questions to re-ask (default 50)")
     p.add_argument("--batch-size", type=int, default=8)
 
 
 def main(args: argparse.Namespace) -> int:
     try:
-        result = verify(args.entry, args.model, args.n, args.batch_size)
+        result = verify(args.entry, args.model, args.limit, args.batch_size)
     except EntryError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -22,6 +22,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from vignette_bench import cli_options as opt
 from vignette_bench.eval.adapters.base import ModelAdapter, TextRequest
 from vignette_bench.eval.news.data import NewsDataError, NewsItem, load_news, news_items
 from vignette_bench.eval.news.json_reply import parse_json_object
@@ -207,16 +208,17 @@ def answer_news(
     return counts
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--source", required=True, help="source folder, Hub repo id or URL holding news/*.parquet")
-    parser.add_argument("--model", required=True, help="model spec (see docs/news.md)")
-    parser.add_argument("--out", required=True, help="run folder: answers.jsonl and answers_provenance.json")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    opt.source(parser, required=True, help="source folder, Hub repo id or URL holding news/*.parquet")
+    opt.model(parser, required=True, help="model spec (see docs/news.md)")
+    opt.out(parser, required=True, help="run folder: answers.jsonl and answers_provenance.json")
     parser.add_argument("--robustness", action="store_true", help=f"temperature {ROBUSTNESS_TEMPERATURE} instead of 0")
     parser.add_argument("--batch-size", type=int, default=4)
-    parser.add_argument("--limit", type=int, default=None, help="only the first N items")
+    opt.limit(parser, default=None, help="only the first N items")
     parser.add_argument("--retry-invalid", action="store_true", help="ask again where the answer did not parse")
-    args = parser.parse_args(argv)
+
+
+def main(args: argparse.Namespace) -> int:
     from vignette_bench.eval.adapters.spec import build_adapter
 
     try:
@@ -246,7 +248,3 @@ def main(argv: list[str] | None = None) -> int:
         f"{counts['skipped']} already done → {Path(args.out) / ANSWERS_FILE}"
     )
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

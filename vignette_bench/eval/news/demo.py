@@ -1,6 +1,6 @@
 """The news pipeline end to end, offline: placeholder sample → answers → judge → results.
 
-`vignette news demo --out demo_out/news [--items 5] [--model tiny:llava] [--judge tiny:llava]`
+`vignette news demo --out demo_out/news [--limit 5] [--model tiny:llava] [--judge tiny:llava]`
 
 Answerers: the tiny untrained VLM (its JSON rarely parses within 128 tokens: those are answer
 failures, and they are counted) and the reference answerer (it repeats the annotated reference, so
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from vignette_bench import cli_options as opt
 from vignette_bench.dataset_builder.news import build_news_sample
 from vignette_bench.eval.adapters.spec import build_adapter
 from vignette_bench.eval.news.answer import ANSWERS_FILE, answer_news, read_answers
@@ -52,13 +53,10 @@ def run_demo(out: Path, items_count: int, model_spec: str, judge_spec: str, judg
     return write_results([run / ANSWERS_FILE for run in runs.values()], out / "judgements.jsonl", out / "results")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="demo_out/news")
-    parser.add_argument(
-        "--items", type=int, default=5, help="sample items to use (10 in the sample; 5 = one per attribute)"
-    )
-    parser.add_argument("--model", default="tiny:llava?mode=generate", help="answering model spec")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    opt.out(parser, default="demo_out/news", help="folder for everything the demo writes (default demo_out/news)")
+    opt.limit(parser, default=5, help="sample items to use (10 in the sample; 5 = one per attribute)")
+    opt.model(parser, default="tiny:llava?mode=generate", help="answering model spec")
     parser.add_argument("--judge", default="tiny:llava?mode=generate", help="judge model spec")
     parser.add_argument(
         "--judge-max-new-tokens",
@@ -66,9 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         default=64,
         help="the tiny judge never stops on its own; a real judge's reply fits in 64 tokens",
     )
-    args = parser.parse_args(argv)
+
+
+def main(args: argparse.Namespace) -> int:
     print("news demo: PLACEHOLDER images and questions, untrained tiny models — the numbers test the pipeline only")
-    written = run_demo(Path(args.out), args.items, args.model, args.judge, args.judge_max_new_tokens)
+    written = run_demo(Path(args.out), args.limit, args.model, args.judge, args.judge_max_new_tokens)
     print(written["table"].read_text())
     print("wrote " + ", ".join(str(p) for p in written.values()))
     print(
@@ -77,7 +77,3 @@ def main(argv: list[str] | None = None) -> int:
         "--out judgements.jsonl  (judge: openai:gpt-4o, key from OPENAI_API_KEY)"
     )
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

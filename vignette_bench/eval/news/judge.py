@@ -24,6 +24,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from vignette_bench import cli_options as opt
 from vignette_bench.eval.adapters.base import ModelAdapter, TextRequest
 from vignette_bench.eval.news.answer import read_answers
 from vignette_bench.eval.news.data import NewsDataError, NewsItem, load_news, news_items
@@ -290,9 +291,8 @@ def judge_answers(
     return counts
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--source", required=True, help="the source the answers were made from")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    opt.source(parser, required=True, help="the source the answers were made from")
     parser.add_argument("--answers", required=True, nargs="+", help="one or more RUN_DIR/answers.jsonl")
     parser.add_argument(
         "--judge",
@@ -300,11 +300,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"judge model spec (default {DEFAULT_JUDGE}, key from OPENAI_API_KEY; any "
         "openai:MODEL@URL, or a local spec such as hf:PATH?mode=generate)",
     )
-    parser.add_argument("--out", required=True, help="judgements jsonl (appended to; reruns resume)")
+    opt.out(parser, required=True, help="judgements jsonl (appended to; reruns resume)")
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=JUDGE_MAX_NEW_TOKENS)
     parser.add_argument("--retry-failures", action="store_true", help="judge again where the judge failed")
-    args = parser.parse_args(argv)
+
+
+def main(args: argparse.Namespace) -> int:
     from vignette_bench.eval.adapters.spec import build_adapter
 
     try:
@@ -334,7 +336,3 @@ def main(argv: list[str] | None = None) -> int:
         f"→ {args.out}"
     )
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from vignette_bench import cli_options as opt
 from vignette_bench.eval.news.answer import read_answers
 from vignette_bench.eval.news.judge import DIMENSIONS, read_judgements
 
@@ -294,21 +295,18 @@ def write_results(
     return written
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--answers", required=True, nargs="+", help="RUN_DIR/answers.jsonl of each model")
     parser.add_argument("--judgements", required=True, help="judgements jsonl from vignette news judge")
     parser.add_argument("--judge-id", default=None, help="which judge, when the file holds several")
     parser.add_argument("--compare", default=None, help="a second judgements jsonl (another judge or run)")
-    parser.add_argument("--out", required=True, help="folder for the table, summary csv and scatter")
-    args = parser.parse_args(argv)
+    opt.out(parser, required=True, help="folder for the table, summary csv and scatter")
+
+
+def main(args: argparse.Namespace) -> int:
     written = write_results(args.answers, args.judgements, args.out, args.compare, args.judge_id)
     print(written["table"].read_text())
     if "agreement" in written:
         print(pd.read_csv(written["agreement"]).to_string(index=False))
     print("wrote " + ", ".join(str(p) for p in written.values()))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

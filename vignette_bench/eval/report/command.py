@@ -1,4 +1,4 @@
-"""vignette report RUN_DIR [RUN_DIR ...] [--out DIR] [--news NEWS_RESULTS_DIR] [--min-effect PP]
+"""vignette report RUN [RUN ...] [--out DIR] [--news NEWS_RESULTS_DIR] [--min-effect PP]
 
 Writes DIR/report.md (+ DIR/figures/*.png) and DIR/report.html (one self-contained page).
 Runs of the same model (e.g. its identity_contrast and portraits runs) are read together;
@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from vignette_bench import cli_options as opt
 from vignette_bench.eval.report.build import MIN_EFFECT, build
 from vignette_bench.eval.report.page import write_html, write_markdown
 from vignette_bench.eval.report.runs import RunError, load_run
@@ -35,10 +36,9 @@ def make_report(
     return write_markdown(title, sections, out), write_html(title, sections, out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="folders with responses.parquet and run.json")
-    p.add_argument("--out", default="report", help="output folder (default: ./report)")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    opt.runs(p, nargs="+", help="folders with responses.parquet and run.json")
+    opt.out(p, default="report", help="output folder (default: ./report)")
     p.add_argument("--news", help="folder written by `vignette news results` to add as a section")
     p.add_argument(
         "--min-effect",
@@ -47,17 +47,16 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PP",
         help=f"smallest effect in percentage points a verdict calls bias (default {MIN_EFFECT:g})",
     )
-    args = p.parse_args(argv)
+
+
+def main(args: argparse.Namespace) -> int:
     if not args.min_effect >= 0:
-        p.error("--min-effect must be a number >= 0")
+        print("error: --min-effect must be a number >= 0", file=sys.stderr)
+        return 2
     try:
-        md, page = make_report(args.run_dirs, args.out, args.news, args.min_effect)
+        md, page = make_report(args.runs, args.out, args.news, args.min_effect)
     except RunError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(f"wrote {md} and {page}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

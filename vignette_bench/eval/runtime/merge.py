@@ -20,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from vignette_bench import cli_options as opt
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.questions import QuestionBuilder
 from vignette_bench.eval.runtime.record import RecordError, RunRecord
@@ -110,22 +111,19 @@ def merge(run_dir: str | Path, write: bool = True, allow_gaps: bool = False) -> 
     return MergeReport(**{**report.__dict__, "written": out})
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run_dir", help="the --out folder of `vignette run`")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    opt.runs(parser, help="the --out folder of `vignette run`")
     parser.add_argument(
         "--allow-gaps", action="store_true", help="write the parquet even if planned questions are unanswered"
     )
-    parser.add_argument("--check", action="store_true", help="only report; write nothing")
-    args = parser.parse_args(argv)
+    parser.add_argument("--dry-run", action="store_true", help="only report; write nothing")
+
+
+def main(args: argparse.Namespace) -> int:
     try:
-        report = merge(args.run_dir, write=not args.check, allow_gaps=args.allow_gaps)
+        report = merge(args.run, write=not args.dry_run, allow_gaps=args.allow_gaps)
     except (MergeError, RecordError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(json.dumps({k: (str(v) if isinstance(v, Path) else v) for k, v in report.__dict__.items()}))
     return 0 if report.missing == 0 or args.allow_gaps else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -40,6 +40,7 @@ from datasets.distributed import split_dataset_by_node
 from PIL import Image
 from tqdm.auto import tqdm
 
+from vignette_bench import cli_options as opt
 from vignette_bench.eval.adapters.base import BackendUnavailable, ChoiceRequest, ModelAdapter
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.merge import MergeError, merge
@@ -549,24 +550,15 @@ def _parse_filters(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(out))
 
 
-def _parse_size(text: str) -> tuple[int, int]:
-    try:
-        w, h = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise RunError(f"--image-size {text!r}: expected WIDTHxHEIGHT, e.g. 672x336") from None
-    return w, h
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--source", required=True, help="Hub dataset repo id, local folder or base URL of the renders")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    opt.source(p, required=True, help="Hub dataset repo id, local folder or base URL of the renders")
     p.add_argument("--config", required=True, choices=CONFIGS)
-    p.add_argument(
-        "--model",
+    opt.model(
+        p,
         required=True,
         help="model spec: random, random:seed=N, always-left, or an adapter spec (docs/eval.md)",
     )
-    p.add_argument("--out", required=True, help="run folder; rerunning with the same folder resumes")
+    opt.out(p, required=True, help="run folder; rerunning with the same folder resumes")
     p.add_argument(
         "--sample",
         help="a balanced sample of N pairs, or 'auto': as many as --detectable-effect needs "
@@ -602,10 +594,8 @@ def main(argv: list[str] | None = None) -> int:
         help="'all', or paraphrase=0,1,2 option_style=identity,position modality=image,text",
     )
     p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument(
-        "--image-size", default="672x336", help="composed pair image WIDTHxHEIGHT (default: the paper's 672x336)"
-    )
-    p.add_argument("--seed", type=int, default=0, help="seed of option order, distractors and the sample")
+    opt.size(p, default=(672, 336), help="composed pair image WIDTHxHEIGHT (default: the paper's 672x336)")
+    opt.seed(p, help="seed of option order, distractors and the sample")
     p.add_argument("--shard", help="i/N: this process takes the i-th of N shares (default RANK/WORLD_SIZE)")
     p.add_argument(
         "--prefetch",
@@ -631,7 +621,9 @@ def main(argv: list[str] | None = None) -> int:
         help="--max-invalid is checked once the session has N answers (default 50)",
     )
     p.add_argument("--no-progress", action="store_true")
-    args = p.parse_args(argv)
+
+
+def main(args: argparse.Namespace) -> int:
     try:
         sample = _parse_sample(args.sample)
         orders = args.orders or _recorded_orders(args.out) or ORDERS[0]
@@ -644,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
             variants=Variants.parse(args.variants),
             sample=None,
             filters=_parse_filters(args.filter),
-            image_size=_parse_size(args.image_size),
+            image_size=args.size,
             orders=orders,
         )
         planning = None
@@ -670,7 +662,3 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(json.dumps({**asdict(result), "responses": str(result.responses) if result.responses else None}))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

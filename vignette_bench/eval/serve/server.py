@@ -26,6 +26,7 @@ from typing import Any
 
 from PIL import Image
 
+from vignette_bench import cli_options as opt
 from vignette_bench.eval.adapters.base import ChoiceRequest, ModelAdapter, TextRequest
 
 
@@ -314,13 +315,14 @@ def load_adapter(spec: str) -> ModelAdapter:
     return build_adapter(spec)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="model spec to serve (see docs/openai.md)")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    opt.model(parser, required=True, help="model spec to serve (see docs/openai.md)")
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: local only)")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--served-model-name", default=None, help="name reported in replies (default: the spec)")
-    args = parser.parse_args(argv)
+
+
+def main(args: argparse.Namespace) -> int:
     server = ChatServer(
         load_adapter(args.model), host=args.host, port=args.port, served_model=args.served_model_name or args.model
     )
@@ -331,7 +333,4 @@ def main(argv: list[str] | None = None) -> None:
         pass
     finally:
         server.httpd.server_close()
-
-
-if __name__ == "__main__":
-    main()
+    return 0

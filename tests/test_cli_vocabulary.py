@@ -1,0 +1,253 @@
+"""Every `vignette` command: one dispatch style, one vocabulary of options, a clean usage line.
+
+The walk covers the whole registry (`vignette_bench.cli.COMMANDS`), in-process: each command's
+``--help`` runs through `cli.main` while every parser that parses is recorded, so the flags checked are
+the ones a user can type. A flag must be shared (`cli_options.SHARED`) or declared for its command
+below; a spelling in `cli_options.REFUSED` is refused everywhere. Adding a command or an option means
+adding it here, which is the moment to ask whether the vocabulary already has a word for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import types
+from collections.abc import Iterator
+
+import pytest
+
+from vignette_bench import cli, cli_options
+from vignette_bench.errors import VignetteError
+
+# The loader's `info` and `show` still parse their own argv (vignette.py is being split into
+# vignette_bench/loader/; they get add_arguments/main there). Nothing else may.
+
+# Each command's own flags (beyond cli_options.SHARED).
+OWN_FLAGS: dict[str, set[str]] = {
+    "build render": {
+        "--revision",
+        "--steps",
+        "--guidance",
+        "--dtype",
+        "--device",
+        "--batch-size",
+        "--max-sequence-length",
+        "--shard",
+        "--genders",
+        "--dimensions",
+        "--identities",
+        "--activities",
+        "--no-portraits",
+        "--renders-per-cell",
+        "--taxonomy",
+    },
+    "build check": {
+        "--table",
+        "--min-std",
+        "--max-hash-distance",
+        "--no-face",
+        "--workers",
+        "--rerender-failures",
+        "--device",
+    },
+    "build shard": {
+        "--format",
+        "--quality",
+        "--max-shard-mb",
+        "--taxonomy",
+        "--check",
+        "--reindex",
+        "--card",
+        "--license",
+    },
+    "build verify": {"--decode"},
+    "build sample": {"--format", "--quality", "--identities", "--activities", "--renders-per-cell"},
+    "build photos": {"--labels", "--taxonomy", "--quality"},
+    "build news": {"--images", "--rows", "--skip-bad", "--rows-per-shard", "--placeholder"},
+    "build reduce": {"--quality"},
+    "build specs": {"--configs", "--rows-per-file"},
+    "info": {"--json"},
+    "show": {"--index", "--seam"},
+    "run": {
+        "--config",
+        "--sample",
+        "--detectable-effect",
+        "--icc",
+        "--orders",
+        "--filter",
+        "--paradigms",
+        "--variants",
+        "--batch-size",
+        "--shard",
+        "--prefetch",
+        "--retry-invalid",
+        "--max-invalid",
+        "--max-invalid-after",
+        "--no-progress",
+    },
+    "merge": {"--allow-gaps", "--dry-run"},
+    "report": {"--news", "--min-effect"},
+    "compare": {"--labels", "--clusters"},
+    "annotate export": {"--kind", "--config"},
+    "annotate score": {"--items"},
+    "leaderboard create": {"--by", "--location"},
+    "leaderboard validate": set(),
+    "leaderboard verify": {"--batch-size"},
+    "leaderboard build": {"--entries", "--strict"},
+    "leaderboard export": {"--link"},
+    "news answer": {"--robustness", "--batch-size", "--retry-invalid"},
+    "news judge": {"--answers", "--judge", "--batch-size", "--max-new-tokens", "--retry-failures"},
+    "news results": {"--answers", "--judgements", "--judge-id", "--compare"},
+    "news demo": {"--judge", "--judge-max-new-tokens"},
+    "explain": {"--question", "--layer", "--image"},
+    "serve": {"--host", "--port", "--served-model-name"},
+    "upload": {"--entries", "--metrics", "--stage", "--private", "--dry-run"},
+    "demo": {"--tiny-pairs", "--random-pairs"},
+}
+
+# Commands that read a source take it as --source (never --out, never a positional).
+READS_SOURCE = {
+    "build verify",
+    "build reduce",
+    "build specs",
+    "info",
+    "show",
+    "run",
+    "annotate export",
+    "news answer",
+    "news judge",
+    "upload",
+}
+
+
+def commands(table=cli.COMMANDS, words: tuple[str, ...] = ()) -> Iterator[tuple[str, cli.Command]]:
+    for name, entry in table.items():
+        if isinstance(entry, cli.Group):
+            yield from commands(entry.commands, (*words, name))
+        else:
+            yield " ".join((*words, name)), entry
+
+
+def groups(table=cli.COMMANDS, words: tuple[str, ...] = ()) -> Iterator[str]:
+    for name, entry in table.items():
+        if isinstance(entry, cli.Group):
+            yield " ".join((*words, name))
+            yield from groups(entry.commands, (*words, name))
+
+
+ALL = dict(commands())
+
+
+def help_of(name: str, monkeypatch, capsys) -> tuple[int, str, list[argparse.ArgumentParser]]:
+    """`vignette NAME --help` in-process: exit code, stdout, and every parser that parsed."""
+    parsers: list[argparse.ArgumentParser] = []
+    parse = argparse.ArgumentParser.parse_known_args
+
+    def recording(self, *args, **kwargs):
+        parsers.append(self)
+        return parse(self, *args, **kwargs)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_known_args", recording)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))  # the own-argv path sets argv[0]
+    try:
+        code = cli.main([*name.split(), "--help"])
+    except SystemExit as done:  # a module that parses its own argv exits from argparse
+        code = done.code
+    return code, capsys.readouterr().out, parsers
+
+
+def long_flags(parsers: list[argparse.ArgumentParser]) -> set[str]:
+    return {o for p in parsers for a in p._actions for o in a.option_strings if o.startswith("--") and o != "--help"}
+
+
+def test_the_vocabulary_is_one_word_per_idea():
+    assert not set(cli_options.SHARED) & set(cli_options.REFUSED)
+    assert set(cli_options.REFUSED.values()) - set(cli_options.SHARED) == {"RUN (positional)"}
+    assert set(OWN_FLAGS) == set(ALL), "declare the new command's own flags in OWN_FLAGS (or drop a gone one)"
+    for name, own in OWN_FLAGS.items():
+        assert not own & set(cli_options.SHARED), f"{name}: a shared flag is not an own flag"
+        assert not own & set(cli_options.REFUSED), f"{name}: {own & set(cli_options.REFUSED)} is refused"
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_every_command_has_add_arguments_and_main(name):
+    import importlib
+
+    entry = ALL[name]
+    module = importlib.import_module(entry.module)
+    assert callable(getattr(module, f"{entry.attr}add_arguments", None)), f"{name}: no {entry.attr}add_arguments"
+    assert callable(getattr(module, f"{entry.attr}main", None)), f"{name}: no {entry.attr}main"
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_help_usage_and_flags(name, monkeypatch, capsys):
+    code, out, parsers = help_of(name, monkeypatch, capsys)
+    assert code == 0, out
+    words = f"vignette {name}"
+    usage = [line for line in out.splitlines() if line.startswith("usage:")]
+    assert len(usage) == 1 and out.count(f"usage: {words}") == 1, out
+    tokens = usage[0].split()
+    assert tokens[: len(name.split()) + 2] == ["usage:", *words.split()], usage[0]
+    following = tokens[len(name.split()) + 2 :]
+    assert not following or following[0] not in words.split(), f"usage repeats a command word: {usage[0]}"
+
+    flags = long_flags(parsers)
+    refused = {f: cli_options.REFUSED[f] for f in flags & set(cli_options.REFUSED)}
+    assert not refused, f"{name}: refused spellings (old -> new): {refused}"
+    unknown = flags - set(cli_options.SHARED) - OWN_FLAGS[name]
+    assert not unknown, f"{name}: {sorted(unknown)} neither shared (cli_options.SHARED) nor declared in OWN_FLAGS"
+    assert OWN_FLAGS[name] <= flags, f"{name}: declared but gone: {sorted(OWN_FLAGS[name] - flags)}"
+    if name in READS_SOURCE:
+        assert "--source" in flags, f"{name} reads a source: it takes --source"
+
+
+@pytest.mark.parametrize("name", sorted(groups()))
+def test_group_help(name, capsys):
+    assert cli.main([*name.split(), "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(f"usage: vignette {name} COMMAND") == 1
+
+
+def test_usage_errors_return_2_without_a_traceback(capsys):
+    assert cli.main(["run", "--size", "big"]) == 2
+    err = capsys.readouterr().err
+    assert "usage: vignette run" in err and "--size" in err and "Traceback" not in err
+    assert cli.main(["leaderboard", "nope"]) == 2
+    assert "unknown command 'nope'" in capsys.readouterr().err
+
+
+@pytest.fixture
+def failing_command(monkeypatch):
+    module = types.ModuleType("vignette_test_failing")
+    module.add_arguments = lambda p: p.add_argument("--what", default="index")  # type: ignore[attr-defined]
+
+    def main(args):
+        raise VignetteError(f"the {args.what} names a missing file: run `vignette build shard --reindex`")
+
+    module.main = main  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(cli.COMMANDS, "failing", cli.Command(module.__name__, "always fails"))
+
+
+def test_a_vignette_error_is_one_line_and_exit_2(failing_command, monkeypatch, capsys):
+    monkeypatch.delenv("VIGNETTE_DEBUG", raising=False)
+    assert cli.main(["failing"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == "error: the index names a missing file: run `vignette build shard --reindex`\n"
+    assert captured.out == ""
+
+
+def test_vignette_debug_shows_the_traceback(failing_command, monkeypatch):
+    monkeypatch.setenv("VIGNETTE_DEBUG", "1")
+    with pytest.raises(VignetteError, match="missing file"):
+        cli.main(["failing", "--what", "index"])
+
+
+def test_other_exceptions_keep_their_traceback(monkeypatch):
+    module = types.ModuleType("vignette_test_buggy")
+    module.add_arguments = lambda p: None  # type: ignore[attr-defined]
+    module.main = lambda args: 1 / 0  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(cli.COMMANDS, "buggy", cli.Command(module.__name__, "a bug"))
+    with pytest.raises(ZeroDivisionError):
+        cli.main(["buggy"])
