@@ -13,8 +13,6 @@ Docs: docs/vignette.md.
 
 from __future__ import annotations
 
-import sys
-
 from vignette_bench.errors import VignetteError
 from vignette_bench.formats.pair_config import (
     CONFIGS,
@@ -36,7 +34,6 @@ from vignette_bench.formats.render_index import (
     variant_key,
 )
 from vignette_bench.formats.selection import SelectionRecord
-from vignette_bench.loader.cli import main
 from vignette_bench.loader.compose import MAX_RENDER_PIXELS, Composer, compose
 from vignette_bench.loader.errors import CorruptRenderError, MissingRenderError
 from vignette_bench.loader.filesystem import PAIR_PROTOCOL, PairFileSystem, _parse_pair_url, pair_url
@@ -122,7 +119,6 @@ __all__ = [
     "info_table",
     "load_dataset",
     "load_taxonomy",
-    "main",
     "open_pair",
     "pair_url",
     "provenance_digest",
@@ -132,6 +128,3 @@ __all__ = [
     "unrank_comb",
     "variant_key",
 ]
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,11 +1,13 @@
-"""``vignette info`` and ``vignette show``: pair config sizes, and one composed pair as an image file."""
+"""``vignette info`` and ``vignette show``: pair config sizes, and one composed pair as an image file.
+
+The two jobs of `vignette_bench/cli.py` that belong to the loader (``info_*`` and ``show_*``); the
+options come from `vignette_bench/cli_options.py`, a standard-library module below every stage.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
-from collections.abc import Sequence
 from typing import Any
 
 from vignette_bench import cli_options as opt
@@ -57,13 +59,6 @@ def show_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m vignette info|show ...`: the same jobs through the one command line."""
-    from vignette_bench.cli import main as cli_main
-
-    return cli_main(list(sys.argv[1:] if argv is None else argv))
-
-
 def _format_info(table: dict[str, Any]) -> str:
     lines = [f"source: {table['source']}"]
     for config, body in table["configs"].items():
@@ -72,7 +67,3 @@ def _format_info(table: dict[str, Any]) -> str:
             lines.append(f"  {r['gender']:<7} {r['dimension']:<22} {r['pairs']:>12,}")
     lines.append(f"\ntotal: {table['total']:,} pairs")
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
