@@ -322,7 +322,7 @@ def test_bad_run_folders_get_clear_errors(tmp_path, capsys):
 def test_a_bad_run_record_is_named_with_its_key(tmp_path):
     run = write_run(tmp_path / "run", SimSpec(dimensions=("gender",), n_activities=2, paradigms=("decision",)))
     record = json.loads((run / "run.json").read_text())
-    from vignette_bench.eval.runtime.record import SCHEMA_VERSION
+    from vignette_bench.formats.run_record import SCHEMA_VERSION
 
     assert record["schema_version"] == SCHEMA_VERSION and record["simulated"] is True
     assert load_run(run).record.settings.seed == 0

@@ -139,8 +139,8 @@ def verify(
 ) -> Verification:
     from vignette_bench.eval.adapters.base import ChoiceRequest
     from vignette_bench.eval.runtime.questions import QuestionBuilder
-    from vignette_bench.eval.runtime.record import RunSettings
     from vignette_bench.eval.runtime.run import build_adapter, open_pairs
+    from vignette_bench.formats.run_record import RunSettings
     from vignette_bench.taxonomy import load_taxonomy
 
     entry_path = Path(entry_path)

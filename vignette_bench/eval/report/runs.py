@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from vignette_bench.eval.runtime.folder import RunFolder
-from vignette_bench.eval.runtime.record import RecordError, RunRecord
+from vignette_bench.formats.run_record import RecordError, RunRecord
 
 # Columns the report needs (docs/FORMATS.md, "Responses"); the rest are optional.
 REQUIRED = (

@@ -22,9 +22,9 @@ import pyarrow as pa
 
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.questions import QuestionBuilder
-from vignette_bench.eval.runtime.record import RecordError, RunRecord
 from vignette_bench.eval.runtime.responses import RESPONSE_SCHEMA
 from vignette_bench.eval.runtime.runlog import iter_part, tail_state
+from vignette_bench.formats.run_record import RecordError, RunRecord
 from vignette_bench.taxonomy import load_taxonomy
 
 
