@@ -10,8 +10,8 @@ from tests.eval.runtime.test_record import V0, full_record
 from vignette_bench.dataset_builder.sample import build_sample
 from vignette_bench.eval.runtime.folder import RunFolder, atomic_write
 from vignette_bench.eval.runtime.merge import merge
-from vignette_bench.eval.runtime.responses import RESPONSE_SCHEMA
 from vignette_bench.eval.runtime.run import RunSettings, run
+from vignette_bench.formats.responses import RESPONSE_SCHEMA
 from vignette_bench.formats.run_record import RunRecord
 
 

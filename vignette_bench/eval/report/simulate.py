@@ -41,7 +41,7 @@ import pandas as pd
 import pyarrow as pa
 
 from vignette_bench.eval.runtime.folder import RunFolder
-from vignette_bench.eval.runtime.responses import RESPONSE_COLUMNS, RESPONSE_SCHEMA
+from vignette_bench.formats.responses import RESPONSE_COLUMNS, RESPONSE_SCHEMA
 from vignette_bench.formats.run_record import (
     PARAPHRASES,
     DatasetProvenance,

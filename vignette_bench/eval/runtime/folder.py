@@ -26,8 +26,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vignette_bench.eval.runtime.responses import with_response_columns
 from vignette_bench.eval.runtime.runlog import PartWriter, iter_part
+from vignette_bench.formats.responses import with_response_columns
 from vignette_bench.formats.run_record import RunRecord
 
 
