@@ -11,9 +11,9 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from vignette_bench.eval.analysis.page import md_table
 from vignette_bench.eval.leaderboard.entry import EntryError, Validated, validate
 from vignette_bench.eval.leaderboard.protocol import VERSION as PROTOCOL
-from vignette_bench.eval.report.page import md_table
 
 # Columns of the table: (metric family, field, header). Lower bias_magnitude (noise-corrected RMS) is fairer.
 COLUMNS = (
@@ -141,7 +141,7 @@ def _wording(run: dict) -> str:
 
 def identity_tables(a: Accepted) -> pd.DataFrame:
     """Per identity and family: effect (pp, + = favoured) with its cluster-robust CI and the family's BH q."""
-    from vignette_bench.eval.report.numbers import compute
+    from vignette_bench.eval.analysis.numbers import compute
 
     tests = compute(a.validated.responses, detail=False).tests()
     cols = ["family", "dimension", "identity", "effect", "ci_low", "ci_high", "q"]

@@ -16,7 +16,7 @@ from pathlib import Path
 from vignette_bench.eval.leaderboard import verify as verify_cmd
 from vignette_bench.eval.leaderboard.board import build, collect, export
 from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, write_entry
-from vignette_bench.eval.report.runs import RunError
+from vignette_bench.eval.runs import RunError
 
 
 def main(argv: list[str] | None = None) -> int:

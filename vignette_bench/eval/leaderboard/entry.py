@@ -26,9 +26,9 @@ import fsspec
 import jsonschema
 import pandas as pd
 
+from vignette_bench.eval.analysis.numbers import summaries
 from vignette_bench.eval.leaderboard.protocol import CUSTOM, VERSION, classify, expected_question_ids
-from vignette_bench.eval.report.numbers import summaries
-from vignette_bench.eval.report.runs import load_run, placeholder_renders
+from vignette_bench.eval.runs import load_run, placeholder_renders
 from vignette_bench.eval.runtime.folder import RunFolder
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "entry.schema.json"
