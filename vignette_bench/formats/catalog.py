@@ -6,6 +6,4 @@ SCHEMA_VERSION, a FILE description and a migration test, and that docs/FORMATS.m
 
 from __future__ import annotations
 
-FORMATS: tuple[str, ...] = (
-    # one line per format, e.g. "vignette_bench.formats.run_record:RunRecord",
-)
+FORMATS: tuple[str, ...] = ("vignette_bench.formats.run_record:RunRecord",)

@@ -182,8 +182,8 @@ def with_response_columns(table: pa.Table, columns: Sequence[str] | None = None)
 
 def markdown_table(fields: tuple[ResponseField, ...] = RESPONSE_FIELDS) -> str:
     """The column table of docs/FORMATS.md ("Responses"), exactly as it stands there."""
-    lines = ["| column | type | meaning |", "|---|---|---|"]
-    lines += [f"| `{f.name}` | `{f.type}` | {f.meaning} |" for f in fields]
+    lines = ["| column | type | required | meaning |", "|---|---|---|---|"]
+    lines += [f"| `{f.name}` | `{f.type}` | {'yes' if f.required else 'no'} | {f.meaning} |" for f in fields]
     return "\n".join(lines) + "\n"
 
 

@@ -316,6 +316,10 @@ def _unpack_extra(data: Any) -> Any:
 class RunRecord(Format):
     """RUN_DIR/run.json. `versions`: python and the libraries that can change answers (run.VERSIONED)."""
 
+    model_config = {
+        **Format.model_config,
+        "json_schema_extra": {"required": ["settings", "template_hash", "model", "dataset", "versions"]},
+    }
     SCHEMA_VERSION: ClassVar[int] = SCHEMA_VERSION
     FILE: ClassVar[str] = "RUN_DIR/run.json"
     WRITER: ClassVar[str] = "`vignette run` (eval/runtime/run.py), eval/report/simulate.py; RunFolder writes it"

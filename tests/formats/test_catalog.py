@@ -1,0 +1,30 @@
+"""Every format of the catalog is a Format with a version, a file, a migration test, and docs/FORMATS.md is current."""
+
+from pathlib import Path
+
+import pytest
+
+from vignette_bench.formats import docs
+from vignette_bench.formats.base import Format
+from vignette_bench.formats.catalog import FORMATS
+
+HERE = Path(__file__).parent
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_each_format_is_complete(name):
+    cls = docs.load(name)
+    assert issubclass(cls, Format) and cls.SCHEMA_VERSION >= 1 and cls.FILE and cls.__doc__
+    assert cls.json_schema()["type"] == "object"
+    module = name.partition(":")[0].rsplit(".", 1)[-1]
+    assert (HERE / f"test_{module}.py").is_file(), f"tests/formats/test_{module}.py: migrate every older version"
+
+
+def test_formats_md_is_current():
+    assert docs.OUTPUT.read_text() == docs.render(), "run: python -m vignette_bench.formats.docs"
+
+
+def test_check_flag(tmp_path, monkeypatch):
+    assert docs.main(["--check"]) == 0
+    monkeypatch.setattr(docs, "OUTPUT", tmp_path / "FORMATS.md")
+    assert docs.main(["--check"]) == 1
