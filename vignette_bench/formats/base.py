@@ -57,11 +57,21 @@ class Format(BaseModel):
     @classmethod
     def from_json(cls: type[F], data: str | bytes | Mapping[str, Any], file: str) -> F:
         """Parse (when given text), migrate and validate one record."""
-        obj = parse_json(data, file) if isinstance(data, str | bytes) else data
-        if not isinstance(obj, Mapping):
-            raise FormatError(file, None, f"expected a JSON object, got {type(obj).__name__}")
-        check_depth(obj, file)
-        obj = dict(obj)
+        obj = cls.upgrade(parse_json(data, file) if isinstance(data, str | bytes) else data, file)
+        try:
+            # JSON mode: arrays validate as tuples, and strictness follows JSON's own types.
+            return cls.model_validate_json(json.dumps(obj, allow_nan=False))
+        except ValueError as e:  # ValidationError is a ValueError; so is a NaN json.dumps refuses
+            raise format_error(e, file) from None
+
+    @classmethod
+    def upgrade(cls, data: Any, file: str) -> dict[str, Any]:
+        """`data` (a parsed record of any known version) migrated to the current layout, not yet validated;
+        the caller's data is left alone."""
+        if not isinstance(data, Mapping):
+            raise FormatError(file, None, f"expected a JSON object, got {type(data).__name__}")
+        check_depth(data, file)
+        obj = dict(data)
         version = obj.get("schema_version", 0)  # files written before versioning are version 0
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:
             raise FormatError(file, "schema_version", f"expected a non-negative integer, got {version!r}")
@@ -75,11 +85,7 @@ class Format(BaseModel):
         if version < cls.SCHEMA_VERSION:
             obj = cls.migrate(obj, version, file)
             obj["schema_version"] = cls.SCHEMA_VERSION
-        try:
-            # JSON mode: arrays validate as tuples, and strictness follows JSON's own types.
-            return cls.model_validate_json(json.dumps(obj, allow_nan=False))
-        except ValueError as e:  # ValidationError is a ValueError; so is a NaN json.dumps refuses
-            raise format_error(e, file) from None
+        return obj
 
     def to_json(self) -> dict[str, Any]:
         """The record as JSON values (tuples become lists), keys in declaration order."""

@@ -403,15 +403,4 @@ def migrate_model(model: Mapping[str, Any]) -> dict[str, Any]:
 
 def migrate(data: Any, file: str = "(run record)") -> dict[str, Any]:
     """`data` (a run.json of any known version) in the current layout, not yet validated."""
-    if not isinstance(data, Mapping):
-        raise FormatError(file, None, f"expected a JSON object, got {type(data).__name__}")
-    version = data.get("schema_version", 0)
-    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-        raise FormatError(file, "schema_version", f"expected a non-negative integer, got {version!r}")
-    if version > SCHEMA_VERSION:
-        raise FormatError(
-            file,
-            "schema_version",
-            f"{version} is newer than this code reads ({SCHEMA_VERSION}); upgrade vignette-bench",
-        )
-    return RunRecord.migrate(dict(data), version, file) if version < SCHEMA_VERSION else dict(data)
+    return RunRecord.upgrade(data, file)
