@@ -20,11 +20,12 @@ def test_each_format_is_complete(name):
     assert (HERE / f"test_{module}.py").is_file(), f"tests/formats/test_{module}.py: migrate every older version"
 
 
-def test_formats_md_is_current():
-    assert docs.OUTPUT.read_text() == docs.render(), "run: python -m vignette_bench.formats.docs"
+def test_generated_files_are_current():
+    for path, text in docs.outputs().items():
+        assert path.read_text() == text, f"{path}: run python -m vignette_bench.formats.docs"
 
 
 def test_check_flag(tmp_path, monkeypatch):
     assert docs.main(["--check"]) == 0
-    monkeypatch.setattr(docs, "OUTPUT", tmp_path / "FORMATS.md")
+    monkeypatch.setattr(docs, "outputs", lambda: {tmp_path / "FORMATS.md": docs.render()})
     assert docs.main(["--check"]) == 1

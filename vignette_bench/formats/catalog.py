@@ -6,4 +6,10 @@ SCHEMA_VERSION, a FILE description and a migration test, and that docs/FORMATS.m
 
 from __future__ import annotations
 
-FORMATS: tuple[str, ...] = ("vignette_bench.formats.run_record:RunRecord",)
+FORMATS: tuple[str, ...] = (
+    "vignette_bench.formats.run_record:RunRecord",
+    "vignette_bench.formats.news:NewsAnswer",
+    "vignette_bench.formats.news:NewsJudgement",
+    "vignette_bench.formats.entry:Entry",
+    "vignette_bench.formats.verification:Verification",
+)
