@@ -76,7 +76,7 @@ def type_name(schema: dict[str, Any], defs: dict[str, Any]) -> str:
         items = schema.get("items") or (schema.get("prefixItems") or [{}])[0]
         return f"list[{type_name(items, defs)}]" if items else "list"
     if kind == "object":
-        extra = schema.get("additionalProperties")
+        extra = schema.get("additionalProperties") or next(iter(schema.get("patternProperties", {}).values()), None)
         return f"object of {type_name(extra, defs)}" if isinstance(extra, dict) and extra else "object"
     names = {"string": "str", "integer": "int", "number": "number", "boolean": "bool", "null": "null"}
     if isinstance(kind, list):
@@ -105,6 +105,9 @@ def field_rows(schema: dict[str, Any], defs: dict[str, Any], prefix: str = "") -
         rows.append(f"| `{name}` | {kind} | {must} | {_cell(description)} |")
         if target is not None and target.get("type") == "object":
             rows += field_rows(target, defs, name + ".")
+        values = prop.get("additionalProperties") or next(iter(prop.get("patternProperties", {}).values()), None)
+        if isinstance(values, dict) and "$ref" in values:  # an object of typed values: one value's keys
+            rows += field_rows(defs[values["$ref"].rsplit("/", 1)[-1]], defs, name + ".<key>.")
     return rows
 
 

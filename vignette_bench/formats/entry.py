@@ -155,7 +155,7 @@ class Entry(Format):
     responses parquet by `vignette leaderboard validate`; an entry whose numbers or file hash disagree is rejected."""
 
     SCHEMA_VERSION: ClassVar[int] = 2
-    FILE: ClassVar[str] = "entries/<name>.json (a leaderboard's results repo)"
+    FILE: ClassVar[str] = "entries/<name>.json"
     WRITER: ClassVar[str] = "`vignette leaderboard create` (eval/leaderboard/entry.py create)"
     READER: ClassVar[str] = "eval/leaderboard/entry.py load_entry (validate, verify, build, export)"
 

@@ -17,10 +17,10 @@ from vignette_bench.formats.base import Format
 
 
 class NewsAnswer(Format):
-    """One row of answers.jsonl: a model's open-ended answer to one news item, or why it failed."""
+    """One line of answers.jsonl: a model's open-ended answer to one news item, or why it failed."""
 
     SCHEMA_VERSION: ClassVar[int] = 1
-    FILE: ClassVar[str] = "RUN_DIR/answers.jsonl (one per line)"
+    FILE: ClassVar[str] = "RUN_DIR/answers.jsonl"
     WRITER: ClassVar[str] = "`vignette news answer` (eval/news/answer.py)"
     READER: ClassVar[str] = "eval/news/answer.py read_answers (the judge, results, the demo)"
 
@@ -45,10 +45,11 @@ class NewsAnswer(Format):
 
 
 class NewsJudgement(Format):
-    """One row of the judgements jsonl: a judge's score of one answer on one rubric dimension, or a failure."""
+    """One line of the judgements file (`vignette news judge --out JUDGEMENTS.jsonl`): a judge's score of one
+    answer on one rubric dimension, or a failure."""
 
     SCHEMA_VERSION: ClassVar[int] = 1
-    FILE: ClassVar[str] = "judgements jsonl of `vignette news judge --out` (one per line)"
+    FILE: ClassVar[str] = "JUDGEMENTS.jsonl"
     WRITER: ClassVar[str] = "`vignette news judge` (eval/news/judge.py)"
     READER: ClassVar[str] = "eval/news/judge.py read_judgements (the judge's resume, results)"
 

@@ -1,6 +1,6 @@
 """A run folder (the --out of `vignette run`): the only code that knows its file names.
 
-    run.json                 the run record (record.py): settings, model and dataset provenance
+    run.json                 the run record (formats/run_record.py): settings, model and dataset provenance
     plan.parquet             the pair plan: pair rows without images, in the order they are asked
     taxonomy/                the source's taxonomy, copied once: the questions' words come from it
     log/part-<rank>.jsonl    the append-only answer log of each process (runlog.py)

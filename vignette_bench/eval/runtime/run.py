@@ -239,7 +239,7 @@ def _check_or_write_record(folder: RunFolder, record: RunRecord) -> None:
     if not folder.has_record():
         folder.write_record(record)
         return
-    path, old = folder.record_path, folder.read_record()  # an older version reads through record.migrate
+    path, old = folder.record_path, folder.read_record()  # an older version reads through RunRecord.migrate
     # The model spec may change between sessions in what does not change answers (batch size, device,
     # concurrency: e.g. a smaller batch after running out of memory); each session logs its own.
     before_s, now_s = (r.settings.model_copy(update={"model": ""}).as_dict() for r in (old, record))
