@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
             out = Path(args.out)
             probe = out / "_new.json"
             entry = create(args.run_dir, by=args.by, location=args.location, entry_path=probe)
-            path = write_entry(entry, out / f"{entry.entry_id}.json")
+            path = write_entry(entry, out / f"{entry['entry_id']}.json")
             print(f"wrote {path}")
         elif args.cmd == "validate":
             bad = 0

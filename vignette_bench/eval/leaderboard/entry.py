@@ -92,7 +92,7 @@ def create(
     location: str | None = None,
     entry_path: Path | None = None,
     date: str | None = None,
-) -> Entry:
+) -> dict:
     """An entry for one finished run. ``location`` defaults to the parquet's path relative to
     ``entry_path`` (or absolute); publish the parquet and pass its URL for a pull request."""
     run = load_run(run_dir)
@@ -137,8 +137,9 @@ def create(
         "metrics": summaries(r),
         "submitted": {"by": by, "date": date or dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()},
     }
+    check_schema(entry)
     check_finite(entry)
-    return check_schema(entry)
+    return entry
 
 
 def _one(frame: pd.DataFrame, column: str, field: str) -> str:
@@ -388,7 +389,7 @@ def compare(claimed: Any, real: Any, where: str) -> None:
         raise EntryError(where, f"entry says {claimed!r}, responses give {real!r}")
 
 
-def write_entry(entry: Entry, path: Path) -> Path:
+def write_entry(entry: dict, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(entry.dumps())
+    path.write_text(json.dumps(entry, indent=2, allow_nan=False) + "\n")
     return path
