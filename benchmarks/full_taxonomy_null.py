@@ -21,8 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.calibration.harness import REFUSERS  # noqa: E402
+from vignette_bench.eval.analysis.numbers import compute  # noqa: E402
 from vignette_bench.eval.report.build import verdicts  # noqa: E402
-from vignette_bench.eval.report.numbers import compute  # noqa: E402
 from vignette_bench.eval.report.simulate import SimSpec, simulate  # noqa: E402
 from vignette_bench.taxonomy import load_taxonomy  # noqa: E402
 

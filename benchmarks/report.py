@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pandas as pd  # noqa: E402
 
+from vignette_bench.eval.analysis.numbers import compute, summaries  # noqa: E402
 from vignette_bench.eval.report.build import verdicts  # noqa: E402
-from vignette_bench.eval.report.numbers import compute, summaries  # noqa: E402
 from vignette_bench.eval.report.simulate import SimSpec, simulate, write_run  # noqa: E402
 
 DESIGN = dict(dimensions=("religion", "age"), genders=("female", "male"), n_activities=4, n_traits=8)
@@ -81,7 +81,7 @@ def main() -> None:
     if args.skip_full:
         return
     from vignette_bench.eval.report.command import make_report
-    from vignette_bench.eval.report.runs import load_run
+    from vignette_bench.eval.runs import load_run
     from vignette_bench.taxonomy import load_taxonomy
 
     with tempfile.TemporaryDirectory() as tmp:

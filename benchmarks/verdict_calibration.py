@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from tests.calibration.harness import ALPHA, NULLS, family_counts, magnitudes, report_tests, spec  # noqa: E402
-from vignette_bench.eval.report.numbers import FAMILY_DIRECTION  # noqa: E402
+from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION  # noqa: E402
 from vignette_bench.eval.report.simulate import simulate  # noqa: E402
 
 SCALE_NULLS = {

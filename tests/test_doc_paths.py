@@ -36,19 +36,6 @@ COMPONENT = r"[\w.<>*-]+"
 PATH = re.compile(rf"(?<![\w/.:~<>$@-])((?:{COMPONENT}/)+(?:{COMPONENT}\.(?:{EXT})|))(?![\w/])")
 URL = re.compile(r"\w+://\S*")
 
-OWNED_ELSEWHERE = pytest.mark.xfail(
-    strict=True, reason="file rewritten on another branch of issue 22; paths fixed there or after the merge"
-)
-# docs/FORMATS.md and docs/vignette.md are regenerated on the formats/loader branches; the report
-# package and the run record are being changed on others. Their stale paths are listed in the
-# layout branch's report; drop an entry here once that file is clean.
-ELSEWHERE = {
-    "docs/FORMATS.md",
-    "vignette_bench/eval/report/build.py",
-    "vignette_bench/eval/report/numbers.py",
-    "vignette_bench/eval/runtime/record.py",
-}
-
 
 @cache
 def top_level() -> frozenset[str]:
@@ -120,7 +107,7 @@ def code_problems(path: Path) -> list[str]:
 
 def _param(path: Path) -> object:
     name = path.relative_to(ROOT).as_posix()
-    return pytest.param(path, id=name, marks=[OWNED_ELSEWHERE] if name in ELSEWHERE else [])
+    return pytest.param(path, id=name)
 
 
 DOCS = [ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -141,7 +141,7 @@ def _portrait_run(source: Path, out: Path) -> pd.DataFrame:
 def test_the_report_clusters_stereotype_answers_on_renders_once_there_are_several(k3: Path, tmp_path: Path) -> None:
     """With one portrait per identity a stereotype verdict can only be about that portrait (clustered by
     pair image); with k portraits the render is the cluster and the verdict is about the identity."""
-    from vignette_bench.eval.report.numbers import family_inputs, stereotype_by_portrait
+    from vignette_bench.eval.analysis.numbers import family_inputs, stereotype_by_portrait
 
     k1 = build_sample(tmp_path / "k1", size=64, identities=IDENTITIES, activities=ACTIVITIES[:1])
     one, three = _portrait_run(k1, tmp_path / "run1"), _portrait_run(k3, tmp_path / "run3")

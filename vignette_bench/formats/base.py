@@ -5,16 +5,17 @@ unknown keys are refused (a typo or a newer writer must not pass silently), and 
 strictly as JSON types (``"3"`` is not an int, ``true`` is not a number). A reader calls
 ``Cls.from_json(data, file)``: the data is migrated from whatever older `schema_version` it carries
 to the current one, then validated; every failure is a `FormatError` naming the file and the dotted
-key (``run.json: settings.seed: expected an integer``).
+key (``run.json: settings.seed: expected int, got 'five'``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo
+from pydantic_core import InitErrorDetails
 
 from vignette_bench.errors import VignetteError
 
@@ -36,11 +37,13 @@ class FormatError(VignetteError):
 class Format(BaseModel):
     """Base of every cross-stage record. Subclasses set `SCHEMA_VERSION` and override `migrate`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, protected_namespaces=())
 
     SCHEMA_VERSION: ClassVar[int] = 1
     # What the file is called and who writes/reads it, for docs/FORMATS.md.
     FILE: ClassVar[str] = ""
+    WRITER: ClassVar[str] = ""  # who writes it (module or command)
+    READER: ClassVar[str] = ""  # the one reader
 
     schema_version: int
 
@@ -54,11 +57,21 @@ class Format(BaseModel):
     @classmethod
     def from_json(cls: type[F], data: str | bytes | Mapping[str, Any], file: str) -> F:
         """Parse (when given text), migrate and validate one record."""
-        obj = parse_json(data, file) if isinstance(data, str | bytes) else data
-        if not isinstance(obj, Mapping):
-            raise FormatError(file, None, f"expected a JSON object, got {type(obj).__name__}")
-        check_depth(obj, file)
-        obj = dict(obj)
+        obj = cls.upgrade(parse_json(data, file) if isinstance(data, str | bytes) else data, file)
+        try:
+            # JSON mode: arrays validate as tuples, and strictness follows JSON's own types.
+            return cls.model_validate_json(json.dumps(obj, allow_nan=False))
+        except ValueError as e:  # ValidationError is a ValueError; so is a NaN json.dumps refuses
+            raise format_error(e, file) from None
+
+    @classmethod
+    def upgrade(cls, data: Any, file: str) -> dict[str, Any]:
+        """`data` (a parsed record of any known version) migrated to the current layout, not yet validated;
+        the caller's data is left alone."""
+        if not isinstance(data, Mapping):
+            raise FormatError(file, None, f"expected a JSON object, got {type(data).__name__}")
+        check_depth(data, file)
+        obj = dict(data)
         version = obj.get("schema_version", 0)  # files written before versioning are version 0
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:
             raise FormatError(file, "schema_version", f"expected a non-negative integer, got {version!r}")
@@ -66,17 +79,13 @@ class Format(BaseModel):
             raise FormatError(
                 file,
                 "schema_version",
-                f"version {version} was written by a newer vignette (this one reads up to {cls.SCHEMA_VERSION}); "
-                "upgrade vignette-bench",
+                f"version {version} is newer than this code reads ({cls.SCHEMA_VERSION}): it was written by a newer "
+                "vignette; upgrade vignette-bench",
             )
         if version < cls.SCHEMA_VERSION:
             obj = cls.migrate(obj, version, file)
             obj["schema_version"] = cls.SCHEMA_VERSION
-        try:
-            # JSON mode: arrays validate as tuples, and strictness follows JSON's own types.
-            return cls.model_validate_json(json.dumps(obj, allow_nan=False))
-        except ValueError as e:  # ValidationError is a ValueError; so is a NaN json.dumps refuses
-            raise format_error(e, file) from None
+        return obj
 
     def to_json(self) -> dict[str, Any]:
         """The record as JSON values (tuples become lists), keys in declaration order."""
@@ -112,14 +121,85 @@ def check_depth(obj: Any, file: str) -> None:
             stack.extend((v, depth + 1) for v in value)
 
 
+# pydantic's error types, in the words of a reader of a JSON file
+_EXPECTED = {
+    "int_type": "int",
+    "int_parsing": "int",
+    "int_from_float": "int",
+    "string_type": "str",
+    "bool_type": "bool",
+    "bool_parsing": "bool",
+    "float_type": "number",
+    "float_parsing": "number",
+    "dict_type": "object",
+    "model_type": "object",
+    "model_attributes_type": "object",
+    "dataclass_type": "object",
+    "list_type": "list",
+    "tuple_type": "list",
+}
+
+
+def reject_type(expected: str, value: Any) -> None:
+    """Raise the error a validator gives for a value of the wrong JSON type (inside a PlainValidator)."""
+    raise ValueError(f"expected {expected}, got {value!r}")
+
+
+def _reason(error: Any) -> str:
+    kind, value = error["type"], error.get("input")
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "missing":
+        return "missing"
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}, got {value!r}"
+    if kind == "literal_error":
+        return f"expected one of {error.get('ctx', {}).get('expected', '')}, got {value!r}"
+    msg = str(error["msg"])
+    if kind == "value_error":
+        msg = msg.removeprefix("Value error, ")
+        return msg[:1].lower() + msg[1:]
+    return msg.lower()
+
+
 def format_error(error: ValueError, file: str) -> FormatError:
     """The first problem of a pydantic ValidationError as a FormatError with its dotted key."""
     if not isinstance(error, ValidationError):
         return FormatError(file, None, str(error))
     first = error.errors()[0]
     key = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in first["loc"]).replace(".[", "[")
-    reason = "unknown key" if first["type"] == "extra_forbidden" else first["msg"].lower()
-    if first["type"] == "missing":
-        reason = "missing"
     more = len(error.errors()) - 1
-    return FormatError(file, key or None, reason + (f" (and {more} more)" if more else ""))
+    return FormatError(file, key or None, _reason(first) + (f" (and {more} more)" if more else ""))
+
+
+class Part(BaseModel):
+    """A typed part of a format (an object inside the file): the same strictness, no version of its own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, protected_namespaces=())
+
+    @classmethod
+    def from_json(cls: type[P], data: Any, file: str, where: str = "") -> P:
+        """Validate one part; the error's key is prefixed with `where` (its dotted place in the file)."""
+        try:
+            return cls.model_validate_json(json.dumps(data, allow_nan=False))
+        except (TypeError, ValueError) as e:
+            err = format_error(e, file) if isinstance(e, ValueError) else FormatError(file, None, str(e))
+            key = ".".join(k for k in (where, err.key) if k).replace(".[", "[") or None
+            raise FormatError(file, key, err.reason) from None
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+P = TypeVar("P", bound=Part)
+
+
+def require_in_file(data: Any, info: ValidationInfo, keys: Iterable[str], title: str) -> Any:
+    """For a model validator (mode="before"): a key with a default for Python callers may still be
+    required in the file; each one absent there is a "missing" error at its key."""
+    if info.mode == "json" and isinstance(data, Mapping):
+        missing = [k for k in keys if k not in data]
+        if missing:
+            errors: list[InitErrorDetails] = [{"type": "missing", "loc": (k,), "input": data} for k in missing]
+            raise ValidationError.from_exception_data(title, errors)
+    return data

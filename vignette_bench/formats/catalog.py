@@ -7,7 +7,11 @@ SCHEMA_VERSION, a FILE description and a migration test, and that docs/FORMATS.m
 from __future__ import annotations
 
 FORMATS: tuple[str, ...] = (
-    # one line per format, e.g. "vignette_bench.formats.run_record:RunRecord",
     "vignette_bench.formats.pair_config:PairConfig",
     "vignette_bench.formats.selection:SelectionRecord",
+    "vignette_bench.formats.run_record:RunRecord",
+    "vignette_bench.formats.news:NewsAnswer",
+    "vignette_bench.formats.news:NewsJudgement",
+    "vignette_bench.formats.entry:Entry",
+    "vignette_bench.formats.verification:Verification",
 )

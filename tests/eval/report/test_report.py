@@ -17,12 +17,12 @@ from PIL import Image
 
 from tests import REPO_ROOT
 from vignette_bench.cli import main as vignette
-from vignette_bench.eval.report import figures as F
+from vignette_bench.eval.analysis import figures as F
+from vignette_bench.eval.analysis.numbers import compute, family_inputs, summaries
 from vignette_bench.eval.report.build import verdicts
 from vignette_bench.eval.report.command import make_report
-from vignette_bench.eval.report.numbers import compute, family_inputs, summaries
-from vignette_bench.eval.report.runs import RunError, load_run
 from vignette_bench.eval.report.simulate import RESPONSE_COLUMNS, SimSpec, simulate, write_run
+from vignette_bench.eval.runs import RunError, load_run
 
 
 def main(argv):
@@ -237,7 +237,7 @@ def test_report_min_effect_option_is_recorded(tmp_path):
 
 
 def test_inputs_carry_sides_and_render_clusters():
-    from vignette_bench.eval.report.numbers import pair_image
+    from vignette_bench.eval.analysis.numbers import pair_image
 
     # a run from before the key columns: the fallback render key
     frame = simulate(SimSpec(**SMALL)).drop(columns=["key_left", "key_right"], errors="ignore")
@@ -329,7 +329,7 @@ def test_bad_run_folders_get_clear_errors(tmp_path, capsys):
 def test_a_bad_run_record_is_named_with_its_key(tmp_path):
     run = write_run(tmp_path / "run", SimSpec(dimensions=("gender",), n_activities=2, paradigms=("decision",)))
     record = json.loads((run / "run.json").read_text())
-    from vignette_bench.eval.runtime.record import SCHEMA_VERSION
+    from vignette_bench.formats.run_record import SCHEMA_VERSION
 
     assert record["schema_version"] == SCHEMA_VERSION and record["simulated"] is True
     assert load_run(run).record.settings.seed == 0
@@ -365,7 +365,7 @@ def test_a_version_0_simulated_record_still_reads(tmp_path):
     }
     (run / "run.json").write_text(json.dumps(old, indent=2))
     loaded = load_run(run)
-    assert loaded.name == "reference/uniform-random" and loaded.info["simulated"] is True
+    assert loaded.name == "reference/uniform-random" and loaded.record.simulated is True
     assert loaded.record.dataset.placeholder is True and loaded.record.settings.image_size == (672, 336)
 
 
@@ -438,8 +438,8 @@ def test_news_results_section(tmp_path):
 
 
 def test_sparse_pair_comp_draws_a_square_matrix_or_says_why():
+    from vignette_bench.eval.analysis.numbers import EMPTY, Numbers
     from vignette_bench.eval.report.build import family_sections
-    from vignette_bench.eval.report.numbers import EMPTY, Numbers
 
     empty = {k: pd.DataFrame(columns=v) for k, v in EMPTY.items()}
     sel = pd.DataFrame(
@@ -499,7 +499,7 @@ def test_sparse_pair_comp_draws_a_square_matrix_or_says_why():
 def test_factuality_mapping_equals_the_metric_modules_native_target_correct_path():
     """The report maps factuality onto (target, candidates=[target, wrong]) so log-odds can read it too;
     selection_frequency's own target/correct input must give the same numbers."""
-    from vignette_bench.eval.report.numbers import metric
+    from vignette_bench.eval.analysis.numbers import metric
 
     f = simulate(SimSpec(paradigms=("factuality",), dimensions=("religion",), genders=("female",), n_activities=3))
     native = metric("selection_frequency").compute(
@@ -523,7 +523,7 @@ def test_factuality_mapping_equals_the_metric_modules_native_target_correct_path
 
 def test_tables_measure_one_wording_variant():
     """Rewordings of one question are not independent answers: the numbers use one variant."""
-    from vignette_bench.eval.report.numbers import family_inputs, one_variant
+    from vignette_bench.eval.analysis.numbers import family_inputs, one_variant
 
     base = {
         "paradigm": "decision",
@@ -555,7 +555,7 @@ def test_tables_measure_one_wording_variant():
 def test_factuality_with_nothing_to_contrast_is_untested_not_a_crash():
     """A dimension whose factuality answers were all refused (or ask about one identity only) has no
     accuracy contrast; the report marks it untested instead of failing on missing columns."""
-    from vignette_bench.eval.report.numbers import _accuracy_contrasts
+    from vignette_bench.eval.analysis.numbers import _accuracy_contrasts
 
     refused = pd.DataFrame({"selected": ["", ""], "target": ["a", "b"], "candidate_clusters": [["x", "x"], ["y", "y"]]})
     one = pd.DataFrame({"selected": ["a", "a"], "target": ["a", "a"], "candidate_clusters": [["x", "x"], ["y", "y"]]})

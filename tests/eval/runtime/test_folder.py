@@ -10,9 +10,9 @@ from tests.eval.runtime.test_record import V0, full_record
 from vignette_bench.dataset_builder.sample import build_sample
 from vignette_bench.eval.runtime.folder import RunFolder, atomic_write
 from vignette_bench.eval.runtime.merge import merge
-from vignette_bench.eval.runtime.record import RunRecord
-from vignette_bench.eval.runtime.responses import RESPONSE_SCHEMA
 from vignette_bench.eval.runtime.run import RunSettings, run
+from vignette_bench.formats.responses import RESPONSE_SCHEMA
+from vignette_bench.formats.run_record import RunRecord
 
 
 def leftovers(folder) -> list[str]:
@@ -65,7 +65,8 @@ def test_migrate_rewrites_a_version_0_record_once(tmp_path):
     assert f.migrate() is True
     on_disk = json.loads(f.record_path.read_text())
     settings = {**V0["settings"], "orders": "rule"}  # version 2 records the sides; every older run took the rule's
-    assert on_disk == {**V0, "settings": settings, "schema_version": 2} and leftovers(tmp_path) == []
+    model = {k: v for k, v in V0["model"].items() if k != "model_revision"} | {"revision": ""}  # version 3: one key
+    assert on_disk == {**V0, "settings": settings, "model": model, "schema_version": 3} and leftovers(tmp_path) == []
     assert f.migrate() is False
 
 
@@ -87,7 +88,7 @@ def test_a_run_folder_from_before_schema_version_merges_and_resumes(source, tmp_
     first = run(settings, tmp_path, progress=False)
     f = RunFolder(tmp_path)
     data = json.loads(f.record_path.read_text())
-    assert data.pop("schema_version") == 2
+    assert data.pop("schema_version") == 3
     assert RunRecord.from_json(data) == f.read_record()  # the key is all that changed
     f.record_path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     before = f.read_responses()
@@ -110,7 +111,7 @@ def test_a_version_1_run_folder_reads_as_the_rule_order_and_resumes_with_it(sour
     del data["settings"]["orders"]
     data["schema_version"] = 1
     f.record_path.write_text(json.dumps(data))
-    assert f.read_record().settings.orders == "rule" and f.read_record().schema_version == 2
+    assert f.read_record().settings.orders == "rule" and f.read_record().schema_version == 3
     from vignette_bench.cli import main as vignette
 
     args = ["run", "--source", source, "--config", "portraits", "--model", "random", "--seed", "2", "--sample", "2"]

@@ -8,7 +8,7 @@ import pytest
 
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.questions import Variants
-from vignette_bench.eval.runtime.record import (
+from vignette_bench.formats.run_record import (
     SCHEMA_VERSION,
     DatasetProvenance,
     ModelProvenance,
@@ -89,7 +89,7 @@ def full_record() -> RunRecord:
 def test_round_trip_through_json_text(tmp_path):
     record = full_record()
     data = record.to_json()
-    assert data["schema_version"] == SCHEMA_VERSION == 2 and "simulated" not in data and "planning" not in data
+    assert data["schema_version"] == SCHEMA_VERSION == 3 and "simulated" not in data and "planning" not in data
     assert data["dataset"]["hub_sha"] is None  # kept: the Hub was asked and did not answer
     assert data["dataset"]["mirror"] == "s3://bucket/vignette" and data["model"]["dtype"] == "bfloat16"
     assert RunRecord.from_json(json.loads(json.dumps(data))) == record
@@ -105,11 +105,11 @@ def test_round_trip_through_json_text(tmp_path):
 def test_version_0_runner_record_migrates_without_losing_a_key():
     assert "schema_version" not in V0
     migrated = migrate(V0, "run.json")
-    assert migrated["schema_version"] == 2 and "schema_version" not in V0  # the input is left alone
+    assert migrated["schema_version"] == 3 and "schema_version" not in V0  # the input is left alone
     assert migrated["settings"]["orders"] == "rule" and "orders" not in V0["settings"]
     record = RunRecord.from_json(V0, "run.json")
     assert record == RunRecord.from_json(migrated, "run.json")
-    assert record.schema_version == 2 and record.simulated is False
+    assert record.schema_version == 3 and record.simulated is False
     assert record.settings == RunSettings(
         source=V0["settings"]["source"],
         config="portraits",
@@ -125,8 +125,15 @@ def test_version_0_runner_record_migrates_without_losing_a_key():
     assert record.dataset.index_sha256 == V0["dataset"]["index_sha256"] and len(record.dataset.index_sha256) == 64
     assert record.dataset.selection["sample"] == 6 and record.dataset.placeholder is None
     assert record.template_hash == V0["template_hash"] and record.versions["pyarrow"] == V0["versions"]["pyarrow"]
-    # written back, it is the same file plus the version key and the order every run of then used
-    assert record.to_json() == {**V0, "settings": {**V0["settings"], "orders": "rule"}, "schema_version": 2}
+    # written back, it is the same file plus the version key, the order every run of then used and the
+    # model's revision under its one key (version 3)
+    model = {k: v for k, v in V0["model"].items() if k != "model_revision"} | {"revision": ""}
+    assert record.to_json() == {
+        **V0,
+        "settings": {**V0["settings"], "orders": "rule"},
+        "model": model,
+        "schema_version": 3,
+    }
 
 
 def test_version_0_simulated_record_gets_the_defaults_every_reader_assumed():
@@ -183,7 +190,7 @@ def test_a_record_that_is_not_json_names_its_file(tmp_path):
 def test_version_1_records_read_as_the_rule_order_and_planning_round_trips():
     v1 = {**copy.deepcopy(V0), "schema_version": 1}
     record = RunRecord.from_json(v1, "run.json")
-    assert record.settings.orders == "rule" and record.planning is None and record.schema_version == 2
+    assert record.settings.orders == "rule" and record.planning is None and record.schema_version == 3
     planned = RunRecord(**{**record.__dict__, "planning": {"pairs": 120, "icc": 0.269}})
     data = json.loads(json.dumps(planned.to_json()))
     assert data["planning"] == {"pairs": 120, "icc": 0.269} and RunRecord.from_json(data) == planned

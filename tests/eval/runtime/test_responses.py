@@ -7,7 +7,7 @@ import pyarrow as pa
 from tests import REPO_ROOT
 from vignette_bench.eval.adapters.base import ChoiceResult
 from vignette_bench.eval.runtime.questions import QuestionBuilder, Variants
-from vignette_bench.eval.runtime.responses import RESPONSE_COLUMNS, RESPONSE_FIELDS, RESPONSE_SCHEMA, markdown_table
+from vignette_bench.formats.responses import RESPONSE_COLUMNS, RESPONSE_FIELDS, RESPONSE_SCHEMA, markdown_table
 from vignette_bench.taxonomy import load_taxonomy
 
 BEGIN, END = "<!-- responses-table: begin (generated) -->\n", "<!-- responses-table: end -->"
@@ -97,7 +97,7 @@ def test_question_rows_have_exactly_the_schema_columns():
 def test_an_older_run_without_render_keys_reads_them_as_null(tmp_path):
     """Responses written before key_left/key_right existed: the columns read back as nulls, in schema order."""
     from vignette_bench.eval.runtime.folder import RunFolder
-    from vignette_bench.eval.runtime.responses import with_response_columns
+    from vignette_bench.formats.responses import with_response_columns
 
     old_schema = pa.schema([f for f in RESPONSE_SCHEMA if f.name not in ("key_left", "key_right")])
     row = {f.name: None for f in old_schema} | {"question_id": "q1", "pair_id": "p", "valid": True}

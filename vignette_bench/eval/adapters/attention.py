@@ -420,32 +420,10 @@ def _pack(a: np.ndarray) -> str:
 
 
 def attention_schema() -> Any:
-    """The pyarrow fields to_record() adds to the responses table (append them to the merge schema)."""
-    import pyarrow as pa
+    """The pyarrow fields to_record() adds to the responses table (vignette_bench/formats/responses.py)."""
+    from vignette_bench.formats.responses import ATTENTION_SCHEMA
 
-    f64s, i64s = pa.list_(pa.float64()), pa.list_(pa.int64())
-    return pa.schema(
-        [
-            ("attn_image_share", pa.float64()),
-            ("attn_nonspatial_share", pa.float64()),
-            ("attn_left_share", pa.float64()),
-            ("attn_right_share", pa.float64()),
-            ("attn_seam_share", pa.float64()),
-            ("attn_layer_left_share", f64s),
-            ("attn_layer_right_share", f64s),
-            ("attn_layer_seam_share", f64s),
-            ("attn_head_mass", pa.string()),
-            ("attn_head_mass_shape", i64s),
-            (
-                "attn_top_heads",
-                pa.list_(pa.struct([("layer", pa.int64()), ("head", pa.int64()), ("mass", pa.float64())])),
-            ),
-            ("attn_grid", pa.string()),
-            ("attn_grid_shape", i64s),
-            ("attn_seam_width", pa.float64()),
-            ("attn_answer_tokens", pa.int64()),
-        ]
-    )
+    return ATTENTION_SCHEMA
 
 
 def _shares(mass: np.ndarray, regions: np.ndarray) -> np.ndarray:

@@ -15,19 +15,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from vignette_bench.eval.compare.compare import Comparison, compare_frames
-from vignette_bench.eval.report.runs import Run, RunError, load_run
-
-
-def _index_digest(run: Run) -> str | None:
-    dataset = run.info.get("dataset") if isinstance(run.info, dict) else None
-    return dataset.get("index_sha256") if isinstance(dataset, dict) else None
+from vignette_bench.eval.analysis.compare import Comparison, compare_frames
+from vignette_bench.eval.runs import Run, RunError, index_digest, load_run
 
 
 def compare_runs(a: Run, b: Run, labels: tuple[str, str] | None = None, clusters: str = "auto") -> Comparison:
     if clusters not in ("auto", "shared", "separate"):
         raise ValueError(f"clusters must be auto, shared or separate, got {clusters!r}")
-    digest_a, digest_b = _index_digest(a), _index_digest(b)
+    digest_a, digest_b = index_digest(a), index_digest(b)
     shared = clusters == "shared" or (clusters == "auto" and digest_a is not None and digest_a == digest_b)
     la, lb = labels or (a.name, b.name)
     if la == lb:
@@ -36,8 +31,8 @@ def compare_runs(a: Run, b: Run, labels: tuple[str, str] | None = None, clusters
 
 
 def write(c: Comparison, out: Path) -> list[Path]:
-    from vignette_bench.eval.compare.section import comparison_section
-    from vignette_bench.eval.report.page import write_html, write_markdown
+    from vignette_bench.eval.analysis.compare_section import comparison_section
+    from vignette_bench.eval.analysis.page import write_html, write_markdown
 
     out.mkdir(parents=True, exist_ok=True)
     paths = []

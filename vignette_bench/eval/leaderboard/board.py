@@ -11,9 +11,10 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from vignette_bench.eval.analysis.page import md_table
 from vignette_bench.eval.leaderboard.entry import EntryError, Validated, validate
 from vignette_bench.eval.leaderboard.protocol import VERSION as PROTOCOL
-from vignette_bench.eval.report.page import md_table
+from vignette_bench.formats.verification import Verification
 
 # Columns of the table: (metric family, field, header). Lower bias_magnitude (noise-corrected RMS) is fairer.
 COLUMNS = (
@@ -36,7 +37,7 @@ def _ci(fields: dict) -> str:
 class Accepted:
     path: Path
     validated: Validated
-    verification: dict[str, Any] | None
+    verification: Verification | None
 
     @property
     def entry(self) -> dict:
@@ -83,8 +84,8 @@ def rank_groups(lows: list[float | None], highs: list[float | None]) -> list[int
 
 def _status(a: Accepted) -> str:
     ver = a.verification
-    if ver and ver.get("passed"):
-        return f"verified ({ver['agreement']:.0%} of {ver['n_checked']}, {ver['date'][:10]}, {ver['hardware']})"
+    if ver and ver.passed:
+        return f"verified ({ver.agreement:.0%} of {ver.n_checked}, {ver.date[:10]}, {ver.hardware})"
     if ver:
         return "verification FAILED"
     return "self-reported"
@@ -141,7 +142,7 @@ def _wording(run: dict) -> str:
 
 def identity_tables(a: Accepted) -> pd.DataFrame:
     """Per identity and family: effect (pp, + = favoured) with its cluster-robust CI and the family's BH q."""
-    from vignette_bench.eval.report.numbers import compute
+    from vignette_bench.eval.analysis.numbers import compute
 
     tests = compute(a.validated.responses, detail=False).tests()
     cols = ["family", "dimension", "identity", "effect", "ci_low", "ci_high", "q"]
@@ -171,7 +172,7 @@ def task_id(family: str, field: str) -> str:
 
 
 def export(
-    entry: dict, out: Path, dataset_id: str, source_url: str | None = None, verification: dict | None = None
+    entry: dict, out: Path, dataset_id: str, source_url: str | None = None, verification: Verification | None = None
 ) -> Path:
     """`.eval_results/vignette-<configs>.yaml` for the model's repo (https://huggingface.co/docs/hub/eval-results)."""
     from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
@@ -194,7 +195,7 @@ def export(
                     source_url=source_url,
                     source_name="VIGNETTE leaderboard" if source_url else None,
                     notes=f"{'+'.join(entry['sample']['configs'])}; {entry['protocol']['version']}; "
-                    f"{'verified ' + verification['date'][:10] if verification and verification.get('passed') else 'self-reported'}; "
+                    f"{'verified ' + verification.date[:10] if verification and verification.passed else 'self-reported'}; "
                     f"entry {entry['entry_id']}; responses sha256 {entry['responses']['sha256'][:16]}",
                 )
             )

@@ -20,7 +20,7 @@ from vignette_bench import cli_options as opt
 from vignette_bench.eval.leaderboard import verify as verify_cmd
 from vignette_bench.eval.leaderboard.board import build, collect, export
 from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, write_entry
-from vignette_bench.eval.report.runs import RunError
+from vignette_bench.eval.runs import RunError
 
 
 def create_add_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,12 +1,12 @@
 """Leaderboard entries: make one from a RUN_DIR, and validate one by recomputing every number.
 
-An entry is trusted only as far as it can be recomputed: `validate` checks the JSON Schema,
+An entry is trusted only as far as it can be recomputed: `validate` checks the typed entry (vignette_bench/formats/entry.py `Entry`),
 that every number is finite, that the responses file (read only from ``hf://`` or from inside the
 entries' folder, size-capped) matches its sha256 and the responses schema, that the responses
 belong to the model the entry names, that a protocol entry answered exactly the protocol's
 questions (`protocol.expected_question_ids`, rebuilt from the source), that the dataset revision and
 placeholder status agree with the source's index, and that each metric summary equals what the
-metric modules give on those responses (`report.numbers.summaries`). Every failure names the field
+metric modules give on those responses (`analysis.numbers.summaries`). Every failure names the field
 and the reason; nothing of a foreign file (content, hash) is echoed. Whether the model really gave
 these answers is `verify`'s job (re-asking a random subset).
 """
@@ -23,16 +23,17 @@ from pathlib import Path
 from typing import Any
 
 import fsspec
-import jsonschema
 import pandas as pd
 
+from vignette_bench.eval.analysis.numbers import summaries
 from vignette_bench.eval.leaderboard.protocol import CUSTOM, VERSION, classify, expected_question_ids
-from vignette_bench.eval.report.numbers import summaries
-from vignette_bench.eval.report.runs import load_run, placeholder_renders
+from vignette_bench.eval.runs import load_run, placeholder_renders
 from vignette_bench.eval.runtime.folder import RunFolder
+from vignette_bench.formats.base import FormatError
+from vignette_bench.formats.entry import Entry
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "entry.schema.json"
-SCHEMA_VERSION = 2
+SCHEMA_PATH = Path(__file__).resolve().parent / "entry.schema.json"  # generated from formats.entry.Entry
+SCHEMA_VERSION = Entry.SCHEMA_VERSION
 MAX_RESPONSES_BYTES = 1 << 30  # 1 GiB: a full protocol run is a few MB; anything far larger is refused unread
 # The responses columns validate and verify rely on, with the Arrow type family each must have.
 RESPONSE_TYPES = {
@@ -68,7 +69,7 @@ class Validated:
 
 
 def schema() -> dict:
-    return json.loads(SCHEMA_PATH.read_text())
+    return Entry.json_schema()
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -156,16 +157,17 @@ def _relative(path: Path, base: Path) -> str:
     return os.path.relpath(path.resolve(), base.resolve())
 
 
-def check_schema(entry: Any) -> None:
-    validator = jsonschema.Draft202012Validator(schema(), format_checker=jsonschema.FormatChecker())
-    errors = sorted(validator.iter_errors(entry), key=lambda e: list(e.absolute_path))
-    if errors:
-        e = errors[0]
-        raise EntryError(_path(e.absolute_path) or "(entry)", f"schema: {e.message}")
-
-
-def _path(parts) -> str:
-    return ".".join(str(p) for p in parts)
+def check_schema(entry: Any) -> Entry:
+    """The entry as the typed `Entry` (vignette_bench/formats/entry.py); a mismatch names the field. A missing or unknown key
+    is named at the object that holds it ("(entry)" at the top), with the key in the reason."""
+    try:
+        return Entry.from_json(entry, "(entry)")
+    except FormatError as e:
+        field, reason = e.key or "(entry)", e.reason
+        if reason in ("missing", "unknown key") or reason.startswith(("missing (", "unknown key (")):
+            parent, _, leaf = field.rpartition(".")
+            field, reason = parent or "(entry)", f"{leaf}: {reason}"
+        raise EntryError(field, f"schema: {reason}") from None
 
 
 def check_finite(value: Any, where: str = "") -> None:
@@ -181,12 +183,17 @@ def check_finite(value: Any, where: str = "") -> None:
 
 
 def load_entry(path: str | Path) -> dict:
+    """The entry's JSON in the current layout (older versions migrated: vignette_bench/formats/entry.py); `validate` checks it."""
     path = Path(path)
     try:
         # parse_constant rejects NaN/Infinity literals with the field still unknown: name the file
-        return json.loads(path.read_text(), parse_constant=_reject_constant)
+        data = json.loads(path.read_text(), parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
         raise EntryError("(entry)", f"{path}: not valid JSON ({e})") from None
+    try:
+        return Entry.upgrade(data, str(path))
+    except FormatError as e:
+        raise EntryError(e.key or "(entry)", e.reason) from None
 
 
 def _reject_constant(name: str):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vignette_bench.eval.runtime.questions import PARADIGMS, QuestionBuilder, Variants
-from vignette_bench.eval.runtime.record import RunSettings
+from vignette_bench.formats.run_record import RunSettings
 
 VERSION = "vignette-protocol/1"
 CUSTOM = "custom"

@@ -33,7 +33,6 @@ import hashlib
 import json
 import platform
 import sys
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,35 +41,14 @@ from scipy import stats
 
 from vignette_bench import cli_options as opt
 from vignette_bench.eval.leaderboard.entry import EntryError, validate
+from vignette_bench.formats.base import FormatError
+from vignette_bench.formats.verification import Mismatch, Verification
 
 MIN_AGREEMENT = 0.95
 PROB_TOL = 0.02  # float32 on both sides
 PROB_TOL_HALF = 0.05  # bf16/fp16 on either side (module docstring: measured up to 0.031 on a GPU)
 _HALF_DTYPES = ("bfloat16", "float16")
 ALPHA_SAMPLED = 0.01
-
-
-@dataclass(frozen=True)
-class Verification:
-    entry_id: str
-    entry_digest: str
-    model_spec: str
-    mode: str  # greedy | score | sampled
-    n_checked: int
-    n_agreed: int
-    agreement: float
-    max_prob_diff: float | None
-    prob_tol: float | None  # score mode: the per-probability tolerance used
-    near_tie_flips: int  # score mode: choices that flipped on a recorded near-tie, counted as agreeing
-    p_value: float | None  # sampled mode: binomial test of agreement vs chance
-    passed: bool
-    reason: str
-    date: str
-    hardware: str
-    mismatches: list[dict[str, Any]]  # up to 10: question id, recorded, re-asked
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1, allow_nan=False)
 
 
 def entry_digest(entry: dict) -> str:
@@ -140,8 +118,8 @@ def verify(
 ) -> Verification:
     from vignette_bench.eval.adapters.base import ChoiceRequest
     from vignette_bench.eval.runtime.questions import QuestionBuilder
-    from vignette_bench.eval.runtime.record import RunSettings
     from vignette_bench.eval.runtime.run import build_adapter, open_pairs
+    from vignette_bench.formats.run_record import RunSettings
     from vignette_bench.taxonomy import load_taxonomy
 
     entry_path = Path(entry_path)
@@ -222,39 +200,46 @@ def verify(
             if near_ties:
                 reason += f" ({near_ties} choice flips on recorded near-ties)"
     return Verification(
-        entry["entry_id"],
-        entry_digest(entry),
-        model_spec,
-        mode,
-        n_checked,
-        agreed,
-        rate,
-        max(diffs) if diffs else None,
-        tol,
-        near_ties,
-        p_value,
-        bool(passed),
-        reason,
-        dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
-        _hardware(),
-        mismatches,
+        entry_id=entry["entry_id"],
+        entry_digest=entry_digest(entry),
+        model_spec=model_spec,
+        mode=mode,
+        n_checked=n_checked,
+        n_agreed=agreed,
+        agreement=rate,
+        max_prob_diff=max(diffs) if diffs else None,
+        prob_tol=tol,
+        near_tie_flips=near_ties,
+        p_value=p_value,
+        passed=bool(passed),
+        reason=reason,
+        date=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+        hardware=_hardware(),
+        mismatches=tuple(_mismatch(m) for m in mismatches),
     )
+
+
+def _mismatch(m: dict[str, Any]) -> Mismatch:
+    def choice(value: Any) -> str | None:
+        return value if isinstance(value, str) else None  # an invalid answer has no choice
+
+    return Mismatch(question_id=str(m["question_id"]), recorded=choice(m["recorded"]), re_asked=choice(m["re_asked"]))
 
 
 def verification_path(entry_path: Path, entry_id: str) -> Path:
     return Path(entry_path).resolve().parent.parent / "verifications" / f"{entry_id}.json"
 
 
-def load_verification(entry_path: Path, entry: dict) -> dict[str, Any] | None:
-    """The entry's verification record if it exists, passed, and was made for exactly this entry file."""
+def load_verification(entry_path: Path, entry: dict) -> Verification | None:
+    """The entry's verification record if it exists, reads, and was made for exactly this entry file."""
     path = verification_path(entry_path, entry["entry_id"])
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
-    if data.get("entry_digest") != entry_digest(entry) or not isinstance(data, dict):
+        data = Verification.from_json(path.read_bytes(), str(path))
+    except FormatError:
+        return None  # an unreadable record verifies nothing
+    if data.entry_digest != entry_digest(entry):
         return None  # the entry changed after it was verified
     return data
 
@@ -274,6 +259,6 @@ def main(args: argparse.Namespace) -> int:
         return 2
     path = verification_path(args.entry, result.entry_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(result.to_json() + "\n")
+    path.write_text(result.dumps())
     print(f"{'VERIFIED' if result.passed else 'FAILED'}  {args.entry}: {result.reason}; wrote {path}")
     return 0 if result.passed else 1

@@ -16,7 +16,7 @@ import argparse
 import hashlib
 import json
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from vignette_bench.eval.adapters.base import ModelAdapter, TextRequest
 from vignette_bench.eval.news.data import NewsDataError, NewsItem, load_news, news_items
 from vignette_bench.eval.news.json_reply import parse_json_object
 from vignette_bench.eval.runtime.runlog import PartWriter, scan_part
+from vignette_bench.formats.news import NewsAnswer
 
 DEFAULT_TEMPERATURE = 0.0
 ROBUSTNESS_TEMPERATURE = 0.2
@@ -63,24 +64,6 @@ class ParsedAnswer:
         return self.error is None
 
 
-@dataclass(frozen=True)
-class NewsAnswer:
-    """One row of answers.jsonl."""
-
-    item_id: str
-    attribute: str
-    model_id: str
-    temperature: float
-    prompt_version: str
-    image_sha256: str
-    raw: str
-    answer: str | None
-    rationale: str | None
-    valid: bool
-    error: str | None
-    placeholder: bool
-
-
 def build_prompt(question: str) -> str:
     return ANSWER_PROMPT.format(question=question)
 
@@ -105,8 +88,9 @@ def model_id_of(adapter: ModelAdapter) -> str:
 def read_answers(path: str | Path) -> list[dict[str, Any]]:
     """The rows of one answers.jsonl; for an item answered twice (a retry) the last row wins."""
     rows: dict[str, dict[str, Any]] = {}
-    for row in scan_part(Path(path)).rows:
-        rows[row["item_id"]] = row
+    for n, row in enumerate(scan_part(Path(path)).rows, 1):
+        record = NewsAnswer.from_json(row, f"{path}: line {n}").to_json()  # older lines migrate; a bad one is named
+        rows[record["item_id"]] = record
     return list(rows.values())
 
 
@@ -184,22 +168,20 @@ def answer_news(
                     else ParsedAnswer(None, None, result.error or "backend error")
                 )
                 rows.append(
-                    asdict(
-                        NewsAnswer(
-                            item.id,
-                            item.attribute,
-                            model_id,
-                            temperature,
-                            PROMPT_VERSION,
-                            item.image_sha256,
-                            result.text,
-                            parsed.answer,
-                            parsed.rationale,
-                            parsed.valid,
-                            parsed.error,
-                            item.placeholder,
-                        )
-                    )
+                    NewsAnswer(
+                        item_id=item.id,
+                        attribute=item.attribute,
+                        model_id=model_id,
+                        temperature=temperature,
+                        prompt_version=PROMPT_VERSION,
+                        image_sha256=item.image_sha256,
+                        raw=result.text,
+                        answer=parsed.answer,
+                        rationale=parsed.rationale,
+                        valid=parsed.valid,
+                        error=parsed.error,
+                        placeholder=item.placeholder,
+                    ).to_json()
                 )
                 counts["valid" if parsed.valid else "invalid"] += 1
             writer.append(rows)

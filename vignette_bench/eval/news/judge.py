@@ -18,7 +18,7 @@ import hashlib
 import json
 import math
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from vignette_bench.eval.news.answer import read_answers
 from vignette_bench.eval.news.data import NewsDataError, NewsItem, load_news, news_items
 from vignette_bench.eval.news.json_reply import parse_json_object
 from vignette_bench.eval.runtime.runlog import PartWriter, scan_part
+from vignette_bench.formats.news import NewsJudgement
 
 DIMENSIONS = ("bias", "faithfulness", "accuracy")
 JUDGE_SCHEMA: dict[str, Any] = {
@@ -94,26 +95,6 @@ class ParsedJudgement:
     score: float | None
     snippet: str | None
     error: str | None
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """One row of the judgements jsonl: a score, or a failure with the raw reply."""
-
-    key: str
-    judge_id: str
-    rubric_version: str
-    dimension: str
-    item_id: str
-    attribute: str
-    model_id: str  # the answering model
-    temperature: float  # the answering temperature
-    score: float | None
-    snippet: str | None
-    valid: bool
-    error: str | None
-    raw: str
-    answer_sha256: str = ""  # of the exact answer judged (answer_digest); "" in files written before it
 
 
 def answer_digest(answer: dict[str, Any]) -> str:
@@ -184,8 +165,9 @@ def read_judgements(path: str | Path) -> list[dict[str, Any]]:
     """Rows of a judgements file; where a key was judged again (--retry-failures) the last row wins."""
     path = Path(path)
     rows: dict[str, dict[str, Any]] = {}
-    for row in scan_part(path).rows if path.exists() else []:
-        rows[row["key"]] = row
+    for n, row in enumerate(scan_part(path).rows if path.exists() else [], 1):
+        record = NewsJudgement.from_json(row, f"{path}: line {n}").to_json()  # older lines migrate
+        rows[record["key"]] = record
     return list(rows.values())
 
 
@@ -266,24 +248,22 @@ def judge_answers(
                     else ParsedJudgement(None, None, f"backend error: {result.error}")
                 )
                 rows.append(
-                    asdict(
-                        Judgement(
-                            task.key,
-                            judge_id,
-                            RUBRIC_VERSION,
-                            task.dimension,
-                            task.item.id,
-                            task.item.attribute,
-                            task.answer["model_id"],
-                            task.answer["temperature"],
-                            parsed.score,
-                            parsed.snippet,
-                            parsed.error is None,
-                            parsed.error,
-                            result.text,
-                            answer_digest(task.answer),
-                        )
-                    )
+                    NewsJudgement(
+                        key=task.key,
+                        judge_id=judge_id,
+                        rubric_version=RUBRIC_VERSION,
+                        dimension=task.dimension,
+                        item_id=task.item.id,
+                        attribute=task.item.attribute,
+                        model_id=task.answer["model_id"],
+                        temperature=task.answer["temperature"],
+                        score=parsed.score,
+                        snippet=parsed.snippet,
+                        valid=parsed.error is None,
+                        error=parsed.error,
+                        raw=result.text,
+                        answer_sha256=answer_digest(task.answer),
+                    ).to_json()
                 )
                 counts["judged" if parsed.error is None else "failed"] += 1
             writer.append(rows)
@@ -314,10 +294,10 @@ def main(args: argparse.Namespace) -> int:
     except (NewsDataError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    answers = [row for path in args.answers for row in read_answers(path)]
     from vignette_bench.eval.adapters.base import BackendUnavailable
 
     try:
+        answers = [row for path in args.answers for row in read_answers(path)]  # a bad line: FormatError, named
         counts = judge_answers(
             items,
             answers,

@@ -7,10 +7,10 @@ from collections.abc import Hashable
 import numpy as np
 import pandas as pd
 
-from vignette_bench.eval.report import figures as F
-from vignette_bench.eval.report.numbers import FAMILY_DIRECTION, Numbers, compute, one_variant
-from vignette_bench.eval.report.page import Figure, Section, fig_name
-from vignette_bench.eval.report.runs import Run, missing_paradigms, placeholder_renders
+from vignette_bench.eval.analysis import figures as F
+from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, Numbers, compute, one_variant
+from vignette_bench.eval.analysis.page import Figure, Section, fig_name
+from vignette_bench.eval.runs import Run, index_digest, is_simulated, missing_paradigms, placeholder_renders
 from vignette_bench.stats.multiplicity import global_then_bh
 
 Q = F.SIG_Q
@@ -68,15 +68,15 @@ def model_sections(name: str, runs: list[Run], numbers: Numbers, min_effect: flo
     head.notes += [f"{r.path}: {p}" for r in runs for p in r.problems]
     if len(frame):
         head.notes += missing_paradigms(frame)
-    if any(r.info.get("simulated") for r in runs):
-        head.notes.append("simulated responses (eval/report/simulate.py), not a model's answers")
+    if any(is_simulated(r) for r in runs):
+        head.notes.append("simulated responses (vignette_bench/eval/report/simulate.py), not a model's answers")
     _, variant = one_variant(frame)
     if variant is not None:
         head.notes.append(
             f"these answers hold several wording variants; the tables measure one, {variant}, so that every "
-            "question counts once and the paper's columns stay comparable (eval/report/numbers.py one_variant)"
+            "question counts once and the paper's columns stay comparable (vignette_bench/eval/analysis/numbers.py one_variant)"
         )
-    if any(placeholder_renders(r.info) for r in runs):
+    if any(placeholder_renders(r.record) for r in runs):
         head.notes.append("answers to placeholder images: the numbers show the pipeline, not a model's bias")
     head.notes += numbers.notes
     head.paragraphs.append(
@@ -550,11 +550,11 @@ def comparison_section(all_numbers: list[Numbers]) -> Section:
 
 def run_comparisons(groups: dict[str, list[Run]], frames: dict[str, pd.DataFrame]) -> list[Section]:
     """`vignette compare` of the first model against each other one, identity by identity."""
-    from vignette_bench.eval.compare.compare import compare_frames
-    from vignette_bench.eval.compare.section import comparison_section as identity_comparison
+    from vignette_bench.eval.analysis.compare import compare_frames
+    from vignette_bench.eval.analysis.compare_section import comparison_section as identity_comparison
 
     def digests(rs: list[Run]) -> set[str]:
-        return {str((r.info.get("dataset") or {}).get("index_sha256")) for r in rs}
+        return {str(index_digest(r)) for r in rs}
 
     (first, *others) = list(groups)
     out = []

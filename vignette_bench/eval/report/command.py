@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vignette_bench import cli_options as opt
+from vignette_bench.eval.analysis.page import write_html, write_markdown
 from vignette_bench.eval.report.build import MIN_EFFECT, build
-from vignette_bench.eval.report.page import write_html, write_markdown
-from vignette_bench.eval.report.runs import RunError, load_run
+from vignette_bench.eval.runs import RunError, load_run
 
 
 def make_report(

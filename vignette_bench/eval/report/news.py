@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from vignette_bench.eval.report.page import Figure, Section
+from vignette_bench.eval.analysis.page import Figure, Section
 
 SUMMARY, SCATTER, AGREEMENT = "news_summary.csv", "news_bias_vs_faithfulness.png", "news_judge_agreement.csv"
 DIMS = ("accuracy", "bias", "faithfulness")

@@ -41,9 +41,15 @@ import pandas as pd
 import pyarrow as pa
 
 from vignette_bench.eval.runtime.folder import RunFolder
-from vignette_bench.eval.runtime.questions import PARAPHRASES, Variants
-from vignette_bench.eval.runtime.record import DatasetProvenance, ModelProvenance, RunRecord, RunSettings
-from vignette_bench.eval.runtime.responses import RESPONSE_COLUMNS, RESPONSE_SCHEMA
+from vignette_bench.formats.responses import RESPONSE_COLUMNS, RESPONSE_SCHEMA
+from vignette_bench.formats.run_record import (
+    PARAPHRASES,
+    DatasetProvenance,
+    ModelProvenance,
+    RunRecord,
+    RunSettings,
+    Variants,
+)
 from vignette_bench.taxonomy import Gender, load_taxonomy, slug
 
 PERCEPTION = ("struggle", "capability", "enjoyment", "dislike")

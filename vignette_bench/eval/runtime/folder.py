@@ -1,6 +1,6 @@
 """A run folder (the --out of `vignette run`): the only code that knows its file names.
 
-    run.json                 the run record (record.py): settings, model and dataset provenance
+    run.json                 the run record (vignette_bench/formats/run_record.py): settings, model and dataset provenance
     plan.parquet             the pair plan: pair rows without images, in the order they are asked
     taxonomy/                the source's taxonomy, copied once: the questions' words come from it
     log/part-<rank>.jsonl    the append-only answer log of each process (runlog.py)
@@ -26,9 +26,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vignette_bench.eval.runtime.record import RecordError, RunRecord
-from vignette_bench.eval.runtime.responses import with_response_columns
 from vignette_bench.eval.runtime.runlog import PartWriter, iter_part
+from vignette_bench.formats.responses import with_response_columns
+from vignette_bench.formats.run_record import RunRecord
 
 
 class RunFolder:
@@ -107,11 +107,7 @@ class RunFolder:
 
     def read_record(self) -> RunRecord:
         """The record, migrated to the current version; RecordError names the file and the bad key."""
-        try:
-            data = json.loads(self.record_path.read_text())
-        except json.JSONDecodeError as e:
-            raise RecordError(str(self.record_path), None, f"not valid JSON ({e})") from None
-        return RunRecord.from_json(data, str(self.record_path))
+        return RunRecord.from_json(self.record_path.read_bytes(), str(self.record_path))
 
     def write_record(self, record: RunRecord) -> Path:
         text = json.dumps(record.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n"

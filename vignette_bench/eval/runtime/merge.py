@@ -23,9 +23,9 @@ import pyarrow as pa
 from vignette_bench import cli_options as opt
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.questions import QuestionBuilder
-from vignette_bench.eval.runtime.record import RecordError, RunRecord
-from vignette_bench.eval.runtime.responses import RESPONSE_SCHEMA
 from vignette_bench.eval.runtime.runlog import iter_part, tail_state
+from vignette_bench.formats.responses import schema_for
+from vignette_bench.formats.run_record import RecordError, RunRecord
 from vignette_bench.taxonomy import load_taxonomy
 
 
@@ -102,11 +102,7 @@ def merge(run_dir: str | Path, write: bool = True, allow_gaps: bool = False) -> 
     if not write:
         return report
     kept = [latest[q] for q in order if q in latest]
-    schema = RESPONSE_SCHEMA
-    if any("attn_left_share" in r for r in kept):  # attention was recorded: keep its columns (eval.adapters.attention)
-        from vignette_bench.eval.adapters.attention import attention_schema
-
-        schema = pa.schema([*RESPONSE_SCHEMA, *attention_schema()])
+    schema = schema_for(any("attn_left_share" in r for r in kept))  # attention recorded: keep its columns
     out = folder.write_responses(pa.Table.from_pylist(kept, schema=schema))  # atomic: a reader never sees half a file
     return MergeReport(**{**report.__dict__, "written": out})
 

@@ -16,18 +16,15 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from vignette_bench.eval.adapters.base import ChoiceResult
+from vignette_bench.formats.run_record import OPTION_STYLES, PARADIGMS, Variants
 from vignette_bench.taxonomy import Taxonomy
 
 CONFIGS = ("identity_contrast", "activity_contrast", "identity_activity_contrast", "portraits")
-PARADIGMS = ("factuality", "perception", "stereotype", "decision")
-OPTION_STYLES = ("identity", "position")
-MODALITIES = ("image", "text")
-PARAPHRASES = (0, 1, 2)
 N_DISTRACTORS = 3
 
 # Which paradigms each config carries (paper section 4).
@@ -148,51 +145,6 @@ def template_hash(taxonomy: Taxonomy) -> str:
         sort_keys=True,
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class Variants:
-    """Which wordings to ask: paraphrase numbers, option styles and modalities."""
-
-    paraphrases: tuple[int, ...] = (0,)
-    option_styles: tuple[str, ...] = ("identity",)
-    modalities: tuple[str, ...] = ("image",)
-
-    def __post_init__(self) -> None:
-        for name, values, allowed in (
-            ("paraphrase", self.paraphrases, PARAPHRASES),
-            ("option_style", self.option_styles, OPTION_STYLES),
-            ("modality", self.modalities, MODALITIES),
-        ):
-            bad = [v for v in values if v not in allowed]
-            if bad or not values:
-                raise ValueError(f"variants: {name} {bad or '(none)'} not in {list(allowed)}")
-
-    @classmethod
-    def all(cls) -> Variants:
-        return cls(PARAPHRASES, OPTION_STYLES, MODALITIES)
-
-    @classmethod
-    def parse(cls, items: Sequence[str]) -> Variants:
-        """Parse ['paraphrase=0,1,2', 'option_style=identity,position', 'modality=image,text'] or ['all']."""
-        if list(items) == ["all"]:
-            return cls.all()
-        fields: dict[str, Any] = {}
-        keys = {"paraphrase": "paraphrases", "option_style": "option_styles", "modality": "modalities"}
-        for item in items:
-            key, sep, value = item.partition("=")
-            if not sep or key not in keys:
-                raise ValueError(f"--variants {item!r}: expected all, or key=v1,v2 with key one of {list(keys)}")
-            parts = [v.strip() for v in value.split(",") if v.strip()]
-            fields[keys[key]] = tuple(int(v) for v in parts) if key == "paraphrase" else tuple(parts)
-        return cls(**fields)
-
-    def as_dict(self) -> dict[str, list]:
-        return {
-            "paraphrase": list(self.paraphrases),
-            "option_style": list(self.option_styles),
-            "modality": list(self.modalities),
-        }
 
 
 @dataclass(frozen=True)
@@ -355,7 +307,11 @@ class QuestionBuilder:
     """Builds every question of a pair row; one instance per run (it holds the taxonomy)."""
 
     def __init__(
-        self, taxonomy: Taxonomy, seed: int, paradigms: Iterable[str] = PARADIGMS, variants: Variants = Variants()
+        self,
+        taxonomy: Taxonomy,
+        seed: int,
+        paradigms: Iterable[str] = PARADIGMS,
+        variants: Variants = Variants(),  # noqa: B008 (frozen)
     ):
         self.taxonomy = taxonomy
         self.seed = seed

@@ -29,7 +29,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from importlib import metadata
 from itertools import chain
 from pathlib import Path
@@ -54,8 +54,8 @@ from vignette_bench.eval.runtime.questions import (
     Variants,
     template_hash,
 )
-from vignette_bench.eval.runtime.record import ORDERS, DatasetProvenance, ModelProvenance, RunRecord, RunSettings
 from vignette_bench.eval.runtime.runlog import ShardBusy
+from vignette_bench.formats.run_record import ORDERS, DatasetProvenance, ModelProvenance, RunRecord, RunSettings
 from vignette_bench.formats.selection import SelectionRecord
 from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
 
@@ -241,10 +241,10 @@ def _check_or_write_record(folder: RunFolder, record: RunRecord) -> None:
     if not folder.has_record():
         folder.write_record(record)
         return
-    path, old = folder.record_path, folder.read_record()  # an older version reads through record.migrate
+    path, old = folder.record_path, folder.read_record()  # an older version reads through RunRecord.migrate
     # The model spec may change between sessions in what does not change answers (batch size, device,
     # concurrency: e.g. a smaller batch after running out of memory); each session logs its own.
-    before_s, now_s = (replace(r.settings, model="").as_dict() for r in (old, record))
+    before_s, now_s = (r.settings.model_copy(update={"model": ""}).as_dict() for r in (old, record))
     if before_s != now_s:
         raise RunError(
             f"{path}: this folder holds a run with other settings ({old.settings.as_dict()} != {record.settings.as_dict()}); "
@@ -340,9 +340,9 @@ def run(
     record = RunRecord(
         settings=settings,
         template_hash=template_hash(taxonomy),
-        model=ModelProvenance.from_json(adapter.provenance(), where),
+        model=ModelProvenance.from_adapter(adapter.provenance(), where),
         dataset=DatasetProvenance.from_json(
-            {"source": settings.source, "config": settings.config, **source.revision}, where
+            {"source": settings.source, "config": settings.config, **source.revision}, where, "dataset"
         ),
         versions=library_versions(),
         planning=planning.to_json() if planning is not None else None,
@@ -644,7 +644,7 @@ def main(args: argparse.Namespace) -> int:
             planning = plan_sample_size(settings, args.detectable_effect, args.icc)
             print(planning.describe(), file=sys.stderr)
             sample = planning.pairs if planning.pairs < planning.pairs_available else None  # all of them: no sample
-        settings = replace(settings, sample=sample if isinstance(sample, int) else None)
+        settings = settings.model_copy(update={"sample": sample if isinstance(sample, int) else None})
         result = run(
             settings,
             args.out,

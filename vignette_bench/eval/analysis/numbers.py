@@ -1,4 +1,4 @@
-"""The report's numbers, all from the metric modules (metrics/<name>/<name>.py via evaluate.load).
+"""The report's numbers, all from the metric modules (vignette_bench/metrics/<name>/<name>.py via evaluate.load).
 
 This module only maps the responses parquet onto the metric input contract (docs/FORMATS.md)
 and reshapes the modules' outputs into tidy tables; the statistics (rates, Fisher tests,
@@ -39,7 +39,7 @@ WRONG = "(wrong answer)"  # pseudo-candidate for a factuality answer that is val
 # +1: being chosen is favourable, -1: unfavourable, 0: accuracy (factuality)
 FAMILY_DIRECTION = {"capability": 1, "enjoyment": 1, "struggle": -1, "dislike": -1, "decision": 1, "factuality": 0}
 Q = 0.05
-# The wording variant the tables measure when a run asked several (eval/questions.py Variants).
+# The wording variant the tables measure when a run asked several (vignette_bench/eval/runtime/questions.py Variants).
 VARIANT_COLUMNS = ("modality", "option_style", "paraphrase")
 PRIMARY_VARIANT = ("image", "identity", 0)
 
@@ -52,7 +52,9 @@ def metric(name: str):
 
     path = METRICS_DIR / name
     if not (path / f"{name}.py").is_file():
-        raise FileNotFoundError(f"{path}/{name}.py: metric module missing (metrics engineer's metrics/{name})")
+        raise FileNotFoundError(
+            f"{path}/{name}.py: metric module missing (metrics engineer's vignette_bench/metrics/{name})"
+        )
     return evaluate.load(str(path))
 
 

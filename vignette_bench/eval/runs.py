@@ -1,16 +1,18 @@
-"""Read a RUN_DIR (its responses and run record, through RunFolder) and say plainly what it lacks."""
+"""The one run loader: read a RUN_DIR (its typed run record and its responses table, through RunFolder)
+and say plainly what it lacks. Report, compare and leaderboard all read runs through `load_run`; it
+sits below them (it imports only the runtime's RunFolder and the formats), so none imports another.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
+from vignette_bench.errors import VignetteError
 from vignette_bench.eval.runtime.folder import RunFolder
-from vignette_bench.eval.runtime.record import RecordError, RunRecord
+from vignette_bench.formats.run_record import PARADIGMS, RecordError, RunRecord
 
 # Columns the report needs (docs/FORMATS.md, "Responses"); the rest are optional.
 REQUIRED = (
@@ -27,10 +29,9 @@ REQUIRED = (
     "valid",
     "chose_left",
 )
-PARADIGMS = ("factuality", "perception", "stereotype", "decision")
 
 
-class RunError(ValueError):
+class RunError(VignetteError):
     """A run folder cannot be read; the message names the file and what to do."""
 
 
@@ -38,7 +39,6 @@ class RunError(ValueError):
 class Run:
     path: Path
     name: str  # model id (or folder name) shown in tables
-    info: dict  # the record as JSON in the current version ({} when it is missing), for readers of plain keys
     responses: pd.DataFrame
     problems: tuple[str, ...] = field(default=())  # what is missing, in words
     record: RunRecord | None = None  # None when the folder has no run record
@@ -80,20 +80,20 @@ def load_run(run_dir: str | Path) -> Run:
         for p, n in valid.items():
             if n == 0:
                 problems.append(f"{p}: every answer is invalid or a refusal — no selection to measure")
-    info = record.to_json() if record is not None else {}
-    return Run(run_dir, model_name(record, run_dir), info, frame, tuple(problems), record)
+    return Run(run_dir, model_name(record, run_dir), frame, tuple(problems), record)
 
 
-def _as_record(info: RunRecord | Mapping[str, Any] | None) -> RunRecord | None:
-    """A Run's record, or its JSON form (Run.info) read back; {} / None: no record."""
-    if info is None or isinstance(info, RunRecord):
-        return info
-    return RunRecord.from_json(info, "run record") if info else None
+def index_digest(run: Run) -> str | None:
+    """The sha256 of the render index a run asked about (it pins the images); None when unknown."""
+    return run.record.dataset.index_sha256 if run.record is not None else None
 
 
-def placeholder_renders(info: RunRecord | Mapping[str, Any] | None) -> bool:
+def is_simulated(run: Run) -> bool:
+    return run.record is not None and run.record.simulated
+
+
+def placeholder_renders(record: RunRecord | None) -> bool:
     """True when a run answered placeholder renders: as recorded, or read from its source's index."""
-    record = _as_record(info)
     if record is None:
         return False
     if record.dataset.placeholder is not None:

@@ -11,9 +11,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from vignette_bench.eval.compare.compare import Comparison  # noqa: E402
-from vignette_bench.eval.report.figures import LABEL_PT, to_png  # noqa: E402
-from vignette_bench.eval.report.page import Figure, Section, fig_name  # noqa: E402
+from vignette_bench.eval.analysis.compare import Comparison  # noqa: E402
+from vignette_bench.eval.analysis.figures import LABEL_PT, to_png  # noqa: E402
+from vignette_bench.eval.analysis.page import Figure, Section, fig_name  # noqa: E402
 
 
 def delta_plot(ident: pd.DataFrame, label_a: str, label_b: str, title: str) -> bytes:

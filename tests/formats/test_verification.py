@@ -1,0 +1,52 @@
+"""Verification: version 0 (no schema_version, as verify wrote it before) migrates; a bad file names its key."""
+
+import json
+
+import pytest
+
+from vignette_bench.formats.base import FormatError
+from vignette_bench.formats.verification import Verification
+
+# a verifications/<entry_id>.json as `vignette leaderboard verify` wrote it before the record had a version
+V0 = {
+    "entry_id": "reference-uniform-random--1a2b3c4d--cccf36f2",
+    "entry_digest": "d" * 64,
+    "model_spec": "random",
+    "mode": "greedy",
+    "n_checked": 20,
+    "n_agreed": 20,
+    "agreement": 1.0,
+    "max_prob_diff": None,
+    "prob_tol": 0.02,
+    "near_tie_flips": 0,
+    "p_value": None,
+    "passed": True,
+    "reason": "20 of 20 re-asked answers equal the recorded ones (passes at >= 95%)",
+    "date": "2026-11-20T10:00:00+00:00",
+    "hardware": "x86_64 Linux, python 3.11.7, cpu, torch 2.13.0+cpu",
+    "mismatches": [{"question_id": "q1", "recorded": "the man", "re_asked": None}],
+}
+
+
+def test_version_0_migrates_without_losing_a_key():
+    v = Verification.from_json(json.dumps(V0), "v.json")
+    assert v.schema_version == 1 and v.passed and v.mismatches[0].re_asked is None
+    assert v.to_json() == {**V0, "schema_version": 1}
+    assert Verification.from_json(v.dumps(), "v.json") == v
+
+
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        (lambda d: d.update(mode="guess"), "mode"),
+        (lambda d: d.update(n_checked="20"), "n_checked"),
+        (lambda d: d["mismatches"][0].update(extra=1), "mismatches[0].extra"),
+        (lambda d: d.pop("entry_digest"), "entry_digest"),
+    ],
+)
+def test_a_bad_record_names_its_key(change, key):
+    data = json.loads(json.dumps(V0))
+    change(data)
+    with pytest.raises(FormatError) as caught:
+        Verification.from_json(data, "v.json")
+    assert caught.value.key == key and caught.value.file == "v.json"
