@@ -91,9 +91,10 @@ class RenderIndex:
                 f"{source.url(INDEX_PATH)}: no render index in source {source.root}; is this a VIGNETTE source (docs/FORMATS.md)?"
             ) from e
         try:
-            # use_threads=False: pyarrow 26 aborts the interpreter at exit ("terminate called without
+            # No threads at all (use_threads=False, and pre_buffer=False, which would hand the reads to
+            # the IO thread pool): pyarrow 26 aborts the interpreter at exit ("terminate called without
             # an active exception") after a threaded read from an in-memory file; the index is small.
-            table = pq.read_table(io.BytesIO(data), use_threads=False)
+            table = pq.read_table(io.BytesIO(data), use_threads=False, pre_buffer=False)
         except (pa.ArrowInvalid, KeyError, OSError) as e:
             raise CorruptRenderError(
                 f"{source.url(INDEX_PATH)}: unreadable ({e}); rebuild it with `vignette build shard`"
