@@ -8,7 +8,6 @@ says what the source covers; ``RenderReader`` reads one render with one ranged r
 from __future__ import annotations
 
 import hashlib
-import io
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -91,10 +90,10 @@ class RenderIndex:
                 f"{source.url(INDEX_PATH)}: no render index in source {source.root}; is this a VIGNETTE source (docs/FORMATS.md)?"
             ) from e
         try:
-            # No threads at all (use_threads=False, and pre_buffer=False, which would hand the reads to
-            # the IO thread pool): pyarrow 26 aborts the interpreter at exit ("terminate called without
-            # an active exception") after a threaded read from an in-memory file; the index is small.
-            table = pq.read_table(io.BytesIO(data), use_threads=False, pre_buffer=False)
+            # No thread at all: pyarrow 26 aborts the interpreter at exit ("terminate called without an
+            # active exception") once a read has started a pool thread, and pq.read_table starts one
+            # even with use_threads=False (its dataset layer); ParquetFile.read does not. The index is small.
+            table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
         except (pa.ArrowInvalid, KeyError, OSError) as e:
             raise CorruptRenderError(
                 f"{source.url(INDEX_PATH)}: unreadable ({e}); rebuild it with `vignette build shard`"
