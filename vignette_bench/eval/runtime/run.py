@@ -55,6 +55,7 @@ from vignette_bench.eval.runtime.questions import (
     template_hash,
 )
 from vignette_bench.eval.runtime.runlog import ShardBusy
+from vignette_bench.formats.pair_config import PairConfig
 from vignette_bench.formats.run_record import ORDERS, DatasetProvenance, ModelProvenance, RunRecord, RunSettings
 from vignette_bench.formats.selection import SelectionRecord
 from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
@@ -176,19 +177,23 @@ def _filter_kwargs(filters: tuple[tuple[str, str], ...]) -> dict[str, Any]:
     return out
 
 
+def pair_config(settings: RunSettings) -> PairConfig:
+    """The loader's `PairConfig` for a run: which pairs and how they look, checked by the loader's one definition."""
+    return PairConfig.from_options(
+        config=settings.config,
+        sample=settings.sample,
+        seed=settings.seed,
+        orders=settings.orders,
+        size=settings.image_size,
+        **_filter_kwargs(settings.filters),
+    )
+
+
 def open_pairs(settings: RunSettings) -> PairSource:
     """The pairs of the run's config from its source, through vignette (the loading module)."""
     import vignette
 
-    ds = vignette.load_dataset(
-        settings.source,
-        settings.config,
-        sample=settings.sample,
-        seed=settings.seed,
-        orders=settings.orders,  # type: ignore[arg-type]  # checked against ORDERS by RunSettings' readers and argparse
-        size=settings.image_size,
-        **_filter_kwargs(settings.filters),
-    )
+    ds = vignette.load_dataset(settings.source, pair_config=pair_config(settings))
     table = ds.with_format("arrow")[:]
     rows = Dataset(table.select([c for c in PAIR_COLUMNS if c in table.column_names]))
     source = vignette.Source(settings.source)
