@@ -650,7 +650,7 @@ def comparison_section(all_numbers: list[Numbers], draw: bool = True) -> Section
     return s
 
 
-def run_comparisons(groups: dict[str, list[Run]], frames: dict[str, pd.DataFrame]) -> list[Section]:
+def run_comparisons(groups: dict[str, list[Run]], frames: dict[str, pd.DataFrame], draw: bool = True) -> list[Section]:
     """`vignette compare` of the first model against each other one, identity by identity."""
     from vignette_bench.eval.compare.compare import compare_frames
     from vignette_bench.eval.compare.section import comparison_section as identity_comparison
@@ -663,7 +663,12 @@ def run_comparisons(groups: dict[str, list[Run]], frames: dict[str, pd.DataFrame
     for other in others:
         shared = digests(groups[first]) == digests(groups[other])
         c = compare_frames(frames[first], frames[other], first, other, shared_clusters=shared)
-        out.append(identity_comparison(c, level=3))
+        section = identity_comparison(c, level=3)
+        if not draw and section.figures:
+            section.figures = []
+            section.notes.append(NOT_DRAWN)
+        section.anchor = fig_name("compare", first, other)
+        out.append(section)
     return out
 
 
@@ -732,6 +737,6 @@ def build(
             )
         )
     if len(numbers) > 1:
-        details[0:0] = [comparison_section(numbers, draw_findings), *run_comparisons(groups, frames)]
+        details[0:0] = [comparison_section(numbers, draw_findings), *run_comparisons(groups, frames, draw_all)]
     title = "VIGNETTE report — " + ", ".join(groups)
     return title, found + details

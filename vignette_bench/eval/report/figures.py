@@ -258,7 +258,7 @@ def forest(rows: pd.DataFrame, *, min_effect: float, title: str) -> bytes:
     ax.set_yticklabels(rows["label"], fontsize=LABEL_PT + 1)
     ax.invert_yaxis()
     ax.set_xlim(-half, half)
-    ax.set_xlabel("effect, pp (+ favoured, − disfavoured); shaded: < minimum effect", fontsize=LABEL_PT + 1)
+    ax.set_xlabel("effect, pp (+ favoured, − disfavoured); shaded: < min. effect", fontsize=LABEL_PT)
     ax.tick_params(axis="x", labelsize=LABEL_PT + 1)
     ax.grid(axis="x", alpha=0.3)
     fig.legend(loc="outside lower center", ncol=len(seen), fontsize=LABEL_PT + 1, frameon=False)

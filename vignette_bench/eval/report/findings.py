@@ -216,7 +216,7 @@ def findings_section(
             Figure(
                 fig_name(label, "forest"),
                 caption,
-                F.forest(rows, min_effect=min_effect, title=f"{label}: effects (95% CI)"),
+                F.forest(rows, min_effect=min_effect, title="effect per identity, 95% CI"),
             )
         )
     elif not len(rows):
