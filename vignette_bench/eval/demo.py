@@ -156,6 +156,15 @@ def write_report(run_dirs: list[Path], out: Path) -> Path:
     return html
 
 
+def print_findings(page: Path) -> None:
+    """The report's findings (what opens the page), then where the page is: the last thing the demo says."""
+    findings = page.parent / "findings.txt"
+    print("\nFindings (placeholder images, untrained models — the pipeline, not a measurement):")
+    for line in findings.read_text().splitlines() if findings.is_file() else ["(no findings written)"]:
+        print(f"  {line}")
+    print(f"\nOpen the report: {page}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="demo_out", help="folder for everything the demo writes (rerunning resumes)")
@@ -182,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"   {page} ({time.perf_counter() - t0:.1f}s)")
     print(f"\nDone in {time.perf_counter() - start:.0f}s. Reminder: placeholder images, untrained models.\n")
     print(REAL_RUN)
+    print_findings(page)
     if failed:
         print(f"\nerror: {len(failed)} metric computation(s) failed: {', '.join(failed)} (see above)", file=sys.stderr)
         return 1
