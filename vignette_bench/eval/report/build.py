@@ -121,13 +121,13 @@ def model_sections(
     if frame.empty:
         return sections
     sections.append(rates_section(numbers, draw))
-    counts = pairs = None
+    counts = pairs = traits = None
     if draw:
-        counts, pairs = FD.cell_counts(frame), FD.pair_counts(frame)
+        counts, pairs, traits = FD.cell_counts(frame), FD.pair_counts(frame), FD.trait_counts(frame)
     for family in numbers.families():
         sections += family_sections(family, numbers, draw, counts, pairs)
     if not numbers.polarity.empty:
-        sections.append(polarity_section(numbers, draw, counts))
+        sections.append(polarity_section(numbers, draw, counts, traits))
     if verdict is None:
         verdict = verdicts(numbers.tests(), min_effect)
     sections.append(verdict_section(numbers, verdict, min_effect))
@@ -390,7 +390,9 @@ def _untestable(d_sel: pd.DataFrame) -> str:
     return ""
 
 
-def polarity_section(n: Numbers, draw: bool = True, counts: pd.DataFrame | None = None) -> Section:
+def polarity_section(
+    n: Numbers, draw: bool = True, counts: pd.DataFrame | None = None, trait_counts: pd.DataFrame | None = None
+) -> Section:
     s = Section("stereotype: trait terms and polarity", level=3)
     p = n.polarity[n.polarity["value"].notna()]
     s.paragraphs.append(
@@ -422,11 +424,17 @@ def polarity_section(n: Numbers, draw: bool = True, counts: pd.DataFrame | None 
         if d.empty:
             s.notes.append(f"stereotype · {dim}: polarity undefined (no valid answers for both valences)")
             continue
+        untestable = _untestable(d)
+        if untestable:
+            s.notes.append(f"stereotype · {dim}: polarity {untestable} — not drawn")
+            continue
+        m = _matrix(d, "identity", "trait_dimension", "value")
         _heat(
             s,
             fig_name(n.model, "polarity", dim),
             f"stereotype · {dim}: polarity by trait dimension (dot: q < {Q}, {EXPLORATORY})",
-            _matrix(d, "identity", "trait_dimension", "value"),
+            m,
+            _counts(trait_counts, "stereotype", dim, "trait_dimension", m),
             title=f"stereotype — {dim}: polarity (pp)",
             center=0.0,
             span=50.0,

@@ -115,7 +115,9 @@ def heatmap(
     if significant is not None:
         sig = significant.reindex(index=values.index, columns=values.columns).fillna(0.0).to_numpy(float) > 0.5
         ys, xs = np.nonzero(sig)
-        ax.scatter(xs, ys, s=9, c="black", marker="o", linewidths=0, label=f"BH q < {SIG_Q}")
+        if cnt is not None and n_rows * n_cols <= MAX_ANNOTATED:  # the count sits mid-cell: dot in the corner
+            xs, ys = xs + 0.32, ys - 0.28
+        ax.scatter(xs, ys, s=9, c="black", marker="o", linewidths=0, label=f"BH q < {SIG_Q}", zorder=4)
         if len(xs):
             ax.legend(loc="upper left", bbox_to_anchor=(1.0, -0.02), fontsize=LABEL_PT, frameon=False)
     cb = fig.colorbar(im, ax=ax, fraction=0.04 if n_rows > 30 else 0.08, pad=0.02, extend="neither")

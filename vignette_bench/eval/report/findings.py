@@ -266,6 +266,21 @@ def pair_counts(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
 
 
+def trait_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """Valid stereotype answers per dimension × identity × trait dimension ('overall': all of them): what a
+    polarity cell rests on."""
+    cols = ["family", "dimension", "identity", "trait_dimension", "n"]
+    inputs = family_inputs(frame).get("stereotype")
+    if inputs is None:
+        return pd.DataFrame(columns=cols)
+    v = _valid(inputs)
+    e = v[["dimension", "trait_dimension", "candidates"]].explode("candidates")
+    g = e.groupby(["dimension", "candidates", "trait_dimension"], sort=False).size().reset_index(name="n")
+    overall = g.groupby(["dimension", "candidates"], sort=False)["n"].sum().reset_index()
+    g = pd.concat([g, overall.assign(trait_dimension="overall")], ignore_index=True)
+    return g.rename(columns={"candidates": "identity"}).assign(family="stereotype")[cols]
+
+
 def measured_variant(frame: pd.DataFrame) -> dict | None:
     return one_variant(frame)[1]
 
