@@ -114,11 +114,11 @@ def heatmap(
     ax.set_yticklabels(labels, fontsize=LABEL_PT)
     if significant is not None:
         sig = significant.reindex(index=values.index, columns=values.columns).fillna(0.0).to_numpy(float) > 0.5
-        ys, xs = np.nonzero(sig)
-        if cnt is not None and n_rows * n_cols <= MAX_ANNOTATED:  # the count sits mid-cell: dot in the corner
-            xs, ys = xs + 0.32, ys - 0.28
-        ax.scatter(xs, ys, s=9, c="black", marker="o", linewidths=0, label=f"BH q < {SIG_Q}", zorder=4)
-        if len(xs):
+        yi, xi = np.nonzero(sig)
+        corner = cnt is not None and n_rows * n_cols <= MAX_ANNOTATED  # the count sits mid-cell: dot in the corner
+        sx, sy = xi + (0.32 if corner else 0.0), yi - (0.28 if corner else 0.0)
+        ax.scatter(sx, sy, s=9, c="black", marker="o", linewidths=0, label=f"BH q < {SIG_Q}", zorder=4)
+        if len(sx):
             ax.legend(loc="upper left", bbox_to_anchor=(1.0, -0.02), fontsize=LABEL_PT, frameon=False)
     cb = fig.colorbar(im, ax=ax, fraction=0.04 if n_rows > 30 else 0.08, pad=0.02, extend="neither")
     cb.set_label(cbar_label, fontsize=LABEL_PT + 1)
