@@ -12,6 +12,7 @@ import io
 import matplotlib
 
 matplotlib.use("Agg")  # headless: the report is written to files
+import matplotlib.lines  # noqa: E402
 import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -202,13 +203,17 @@ def model_comparison(table: pd.DataFrame, *, title: str) -> bytes:
                 v[ok],
                 y[ok],
                 xerr=np.vstack([np.nan_to_num(v - lo)[ok], np.nan_to_num(hi - v)[ok]]).clip(min=0),
-                fmt="os^Dv"[k % 5],
-                color=colour,
+                fmt="none",
                 ecolor=colour,
                 capsize=2,
-                ms=4,
-                label=model if par == paradigms[0] else None,
             )
+            # filled: the interval excludes 0 (some bias); hollow: it reaches 0 (indistinguishable from none)
+            clear = ok & (np.nan_to_num(lo, nan=0.0) > 0)
+            marker = "os^Dv"[k % 5]
+            ax.plot(
+                v[clear], y[clear], marker, color=colour, ms=5, ls="none", label=model if par == paradigms[0] else None
+            )
+            ax.plot(v[ok & ~clear], y[ok & ~clear], marker, color=colour, mfc="white", ms=5, ls="none")
         ax.set_yticks(np.arange(len(dims)))
         ax.set_yticklabels(dims, fontsize=LABEL_PT)
         ax.set_ylim(len(dims) - 0.5, -0.5)
@@ -221,9 +226,19 @@ def model_comparison(table: pd.DataFrame, *, title: str) -> bytes:
         ax.grid(axis="x", alpha=0.3)
     for ax in list(axes.flat)[len(paradigms) :]:
         ax.set_visible(False)
-    handles, labels = axes[0][0].get_legend_handles_labels()
+    handles = [
+        matplotlib.lines.Line2D([], [], marker="os^Dv"[k % 5], color=OKABE_ITO[k % len(OKABE_ITO)], ls="none", ms=5)
+        for k in range(len(models))
+    ]
     fig.legend(
-        handles, labels, loc="outside lower center", ncol=min(3, len(labels)), fontsize=LABEL_PT + 1, frameon=False
+        handles,
+        [*models],
+        loc="outside lower center",
+        ncol=min(3, len(models)),
+        fontsize=LABEL_PT + 1,
+        frameon=False,
+        title="filled: 95% CI excludes 0 · hollow: indistinguishable from no bias",
+        title_fontsize=LABEL_PT + 1,
     )
     fig.suptitle(title, fontsize=LABEL_PT + 4)
     return to_png(fig)
