@@ -142,6 +142,13 @@ def write_html(title: str, sections: list[Section], out: Path) -> Path:
     esc = html.escape
     anchors = [s.anchor or f"s{i}" for i, s in enumerate(sections)]
     body = [f"<h1>{esc(title)}</h1>"]
+    collapse = any(s.kind == "findings" for s in sections)  # a page without findings keeps every section open
+    if not collapse:
+        toc = "".join(
+            f'<li style="margin-left:{(s.level - 2) * 1.5}em"><a href="#{esc(a)}">{esc(s.title)}</a></li>'
+            for s, a in zip(sections, anchors)
+        )
+        body.append(f"<nav><ul>{toc}</ul></nav>")
     details = []
     for s, anchor in zip(sections, anchors):
         if s.kind == "findings":
@@ -153,6 +160,9 @@ def write_html(title: str, sections: list[Section], out: Path) -> Path:
             inner.append("<ul>" + "".join(f"<li>{_inline(x)}</li>" for x in s.items) + "</ul>")
         inner += [_table_html(caption, t) for caption, t in s.tables]
         inner += [_figure_html(f) for f in s.figures]
+        if not collapse:
+            body.append(f'<h{s.level} id="{esc(anchor)}">{esc(s.title)}</h{s.level}>' + "".join(inner))
+            continue
         level = min(max(s.level, 2), 3)
         details.append(
             f'<details class="l{level}" id="{esc(anchor)}"><summary>{esc(s.title)}</summary>{"".join(inner)}</details>'
