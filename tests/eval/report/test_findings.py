@@ -151,3 +151,19 @@ def test_model_comparison_draws_every_estimate_with_its_interval():
     )
     img = np.asarray(Image.open(io.BytesIO(F.model_comparison(table, title="t"))).convert("RGB"))
     assert img.shape[1] > 300
+
+
+def test_trait_counts_and_a_page_without_findings_keeps_its_sections_open(tmp_path):
+    from vignette_bench.eval.report.findings import trait_counts
+    from vignette_bench.eval.report.page import Section, write_html
+    from vignette_bench.eval.report.simulate import simulate
+
+    frame = simulate(SimSpec(dimensions=("religion",), genders=("female",), n_activities=2, n_traits=4))
+    t = trait_counts(frame)
+    assert set(t["family"]) == {"stereotype"} and (t["n"] > 0).all()
+    per_identity = t[t["trait_dimension"] != "overall"].groupby("identity")["n"].sum()
+    overall = t[t["trait_dimension"] == "overall"].set_index("identity")["n"]
+    assert per_identity.sort_index().equals(overall.sort_index())
+    # `vignette compare` writes a page of plain sections: open, with a table of contents, no <details>
+    page = write_html("t", [Section("one", paragraphs=["x"]), Section("two", level=3)], tmp_path).read_text()
+    assert "<details" not in page and "<nav>" in page and '<h2 id="s0">one</h2>' in page
