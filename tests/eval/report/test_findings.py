@@ -167,3 +167,21 @@ def test_trait_counts_and_a_page_without_findings_keeps_its_sections_open(tmp_pa
     # `vignette compare` writes a page of plain sections: open, with a table of contents, no <details>
     page = write_html("t", [Section("one", paragraphs=["x"]), Section("two", level=3)], tmp_path).read_text()
     assert "<details" not in page and "<nav>" in page and '<h2 id="s0">one</h2>' in page
+
+
+def test_two_local_models_with_one_folder_name_stay_two_models(tmp_path):
+    import json
+
+    from vignette_bench.eval.report.build import group_runs
+    from vignette_bench.eval.report.runs import load_run
+
+    runs = []
+    for where in ("a", "b"):
+        run = write_run(tmp_path / where / "run", SimSpec(seed=1, **TINY))
+        record = json.loads((run / "run.json").read_text())
+        record["model"]["model_id"] = f"/models/{where}/llava"
+        (run / "run.json").write_text(json.dumps(record))
+        runs.append(load_run(run))
+    assert list(group_runs(runs)) == ["llava", "llava #2"]
+    both = {str(r.path.resolve()): "one name" for r in runs}
+    assert list(group_runs(runs, both)) == ["one name"]  # --label may put runs together on purpose

@@ -77,9 +77,18 @@ def _counts(counts: pd.DataFrame | None, family: str, dim: str, cols: str, m: pd
 def group_runs(runs: list[Run], labels: dict[str, str] | None = None) -> dict[str, list[Run]]:
     """Runs of one model (e.g. identity_contrast + portraits) are read together, under the name a person
     reads (`names.label_for`: id@revision, `random (seed 0)`, a local folder's base name, or `--label`)."""
-    out: dict[str, list[Run]] = {}
+    keyed: dict[tuple[str, str], list[Run]] = {}
     for r in runs:
-        out.setdefault(label_for(r.record, r.path, labels), []).append(r)
+        label = label_for(r.record, r.path, labels)
+        given = bool(labels) and str(r.path.resolve()) in (labels or {})
+        # runs are one model when their recorded ids agree (or --label names them alike)
+        keyed.setdefault((label, label if given else r.name), []).append(r)
+    out: dict[str, list[Run]] = {}
+    for (label, _), rs in keyed.items():
+        name, k = label, 2
+        while name in out:  # two different models with one readable name (two local folders called llava)
+            name, k = f"{label} #{k}", k + 1
+        out[name] = rs
     return out
 
 
