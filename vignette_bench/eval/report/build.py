@@ -606,11 +606,16 @@ def consistency_section(n: Numbers, verdict: pd.DataFrame | None = None, draw: b
     if not draw:
         s.notes.append(NOT_DRAWN)
         return s
+    t = n.tests()
+    t = t[t["flag"].fillna("") == ""].assign(paradigm=lambda d: d["family"].str.split("/").str[0])
+    tested = t.pivot_table(index="identity", columns="paradigm", values="p", aggfunc="count")
     s.figures.append(
         Figure(
             fig_name(n.model, "consistency"),
-            "Advantage by identity and paradigm (↑ = advantaged), labelled with each identity's verdict",
-            F.consistency(scores, sig, label, title="Consistency across paradigms"),
+            "Advantage by identity and paradigm (↑ = advantaged, pp), labelled with each identity's verdict; numbers in "
+            "cells (small views): families tested; hatched: no family of that paradigm could be tested (too few "
+            "clusters), so its advantage is not drawn. Intervals: the per-family tables.",
+            F.consistency(scores, sig, label, title="Consistency across paradigms", tested=tested),
         )
     )
     return s

@@ -156,12 +156,22 @@ def rate_bars(
     return to_png(fig)
 
 
-def consistency(scores: pd.DataFrame, significant: pd.DataFrame, verdict: pd.Series, *, title: str) -> bytes:
-    """Identity × paradigm advantage (pp, ↑ = advantaged), rows grouped by verdict (the label beside each row)."""
+def consistency(
+    scores: pd.DataFrame,
+    significant: pd.DataFrame,
+    verdict: pd.Series,
+    *,
+    title: str,
+    tested: pd.DataFrame | None = None,
+) -> bytes:
+    """Identity × paradigm advantage (pp, ↑ = advantaged), rows grouped by verdict (the label beside each row);
+    ``tested``: families tested per cell — a cell with none is hatched, not coloured."""
     order = verdict.sort_values(kind="stable").index
     notes = {i: f"  [{verdict[i]}]" if verdict[i] else "" for i in order}
     return heatmap(
         scores.loc[order],
+        counts=None if tested is None else tested.reindex(index=order, columns=scores.columns).fillna(0),
+        min_count=1,
         title=title,
         center=0.0,
         span=50.0,
