@@ -82,7 +82,17 @@ def demo_cost(demo: Path) -> None:
             size = (Path(tmp) / "report.html").stat().st_size
             n_figs = len(list((Path(tmp) / "figures").glob("*.png")))
         print(f"  {figures:9s} | {cpu:16.2f} | {wall:6.1f} | {size / 1e6:8.3f} MB | {n_figs}")
-    t0 = time.process_time()
+    probe = "import time; t = time.process_time(); import {}; print(time.process_time() - t)"
+    cost = {
+        m: float(
+            subprocess.run([sys.executable, "-c", probe.format(m)], check=True, capture_output=True, text=True).stdout
+        )
+        for m in ("vignette_bench.eval.report.command", "evaluate")
+    }
+    print(
+        f"  imports in a fresh process: the report {cost['vignette_bench.eval.report.command']:.2f} s, "
+        f"evaluate (transformers, torch) {cost['evaluate']:.2f} s"
+    )
     from vignette_bench.eval.report.command import make_report
     from vignette_bench.eval.report.numbers import metric
     from vignette_bench.eval.report.runs import load_run
@@ -103,7 +113,7 @@ def demo_cost(demo: Path) -> None:
         make_report(runs, tmp)
     t5 = time.process_time()
     print(
-        f"  in one process (--figures findings): import the report {t1 - t0:.2f} s, load the metric modules "
+        "  in one process (--figures findings): load the metric modules "
         f"{t2 - t1:.2f} s, read runs {t3 - t2:.2f} s, numbers {t4 - t3:.2f} s, whole report after that "
         f"{t5 - t4:.2f} s (numbers recomputed inside)"
     )
