@@ -26,3 +26,8 @@ def test_demo_runs_end_to_end_and_says_it_is_placeholder(tmp_path, capsys, monke
     assert "polarity/stereotype" in metrics["random"] and "selection_frequency/factuality" in metrics["random"]
     assert "placeholder images and untrained models" in (out / "report" / "report.md").read_text()
     assert (out / "report" / "report.html").stat().st_size > 0
+    # it ends with the findings (or that none reaches a verdict, with what could be detected) and the page
+    tail = printed[printed.index("Findings (placeholder images") :]
+    assert "random (seed 0)" in tail and "llava" in tail
+    assert "No identity reaches a verdict" in tail or "bias" in tail
+    assert tail.rstrip().endswith(str(out / "report" / "report.html"))

@@ -158,6 +158,15 @@ def write_report(run_dirs: list[Path], out: Path) -> Path:
     return html
 
 
+def print_findings(page: Path) -> None:
+    """The report's findings (what opens the page), then where the page is: the last thing the demo says."""
+    findings = page.parent / "findings.txt"
+    print("\nFindings (placeholder images, untrained models — the pipeline, not a measurement):")
+    for line in findings.read_text().splitlines() if findings.is_file() else ["(no findings written)"]:
+        print(f"  {line}")
+    print(f"\nOpen the report: {page}")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     opt.out(parser, default="demo_out", help="folder for everything the demo writes (rerunning resumes)")
     parser.add_argument("--tiny-pairs", type=int, default=6, help="pairs per config for the tiny VLM")
@@ -185,6 +194,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"   {page} ({time.perf_counter() - t0:.1f}s)")
     print(f"\nDone in {time.perf_counter() - start:.0f}s. Reminder: placeholder images, untrained models.\n")
     print(REAL_RUN)
+    print_findings(page)
     if failed:
         print(f"\nerror: {len(failed)} metric computation(s) failed: {', '.join(failed)} (see above)", file=sys.stderr)
         return 1

@@ -112,7 +112,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_cli_writes_tables_plots_and_a_report_section(tmp_path: Path) -> None:
     a = write_run(tmp_path / "a", SimSpec(seed=1, planted=(("muslim", 0.8),), model_id="sim/planted", **SMALL))
     b = write_run(tmp_path / "b", SimSpec(seed=2, **SMALL))
-    done = _cli("compare", str(a), str(b), "--out", str(tmp_path / "cmp"), "--labels", "planted", "null")
+    done = _cli(
+        "compare", str(a), str(b), "--out", str(tmp_path / "cmp"), "--label", f"{a}=planted", "--label", f"{b}=null"
+    )
     assert done.returncode == 0, done.stderr
     ident = pd.read_csv(tmp_path / "cmp" / "identities.csv")
     summary = pd.read_csv(tmp_path / "cmp" / "summary.csv")

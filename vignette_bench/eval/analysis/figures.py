@@ -12,6 +12,8 @@ import io
 import matplotlib
 
 matplotlib.use("Agg")  # headless: the report is written to files
+import matplotlib.lines  # noqa: E402
+import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -28,11 +30,30 @@ def _size(n_rows: int, n_cols: int, min_w: float = 5.0) -> tuple[float, float]:
     return max(min_w, 2.8 + COL_INCH * n_cols), max(3.2, 1.6 + ROW_INCH * n_rows)
 
 
-def to_png(fig) -> bytes:
+# Okabe–Ito: told apart with every common colour-vision deficiency
+OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
+VERDICT_STYLE = {  # colour, marker: the shape tells verdicts apart without colour
+    "bias +": ("#0072B2", "^"),
+    "bias −": ("#D55E00", "v"),
+    "below minimum effect": ("#E69F00", "D"),
+    "no evidence of bias": ("#777777", "o"),
+    "not testable": ("#bbbbbb", "x"),
+}
+THIN_COLOUR = "#eeeeee"  # a cell resting on too few answers: hatched on this, not coloured
+MAX_ANNOTATED = 400  # heatmaps with at most this many cells print each cell's answer count
+
+
+def to_png(fig, dpi: int = 100) -> bytes:
+    """PNG at the resolution shown, quantised to a 256-colour palette (flat colours: no visible loss, ~3x smaller)."""
+    from PIL import Image
+
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)  # constrained layout, so one draw (no bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi)  # constrained layout, so one draw (no bbox_inches="tight")
     plt.close(fig)
-    return buf.getvalue()
+    img = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
+    out = io.BytesIO()
+    img.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def heatmap(
@@ -46,12 +67,16 @@ def heatmap(
     row_notes: dict[str, str] | None = None,
     min_width: float = 5.0,
     limits: tuple[float, float] | None = None,
+    counts: pd.DataFrame | None = None,
+    min_count: int = 10,
 ) -> bytes:
     """A rows × columns heatmap with a diverging scale centred on ``center``.
 
     ``significant`` is a boolean frame of the same shape (True = BH q < 0.05): marked with a dot.
     ``span`` fixes the half-range of the scale (else the largest deviation, so the centre is white);
     ``limits`` clips the scale to what the value can be (0–100 for a percentage).
+    ``counts``: the answers each cell rests on; a cell with fewer than ``min_count`` is hatched grey
+    (its colour would show noise), and small heatmaps print every cell's count.
     """
     n_rows, n_cols = values.shape
     fig, ax = plt.subplots(figsize=_size(n_rows, n_cols, min_width), layout="constrained")
@@ -66,7 +91,23 @@ def heatmap(
     eps = 1e-9 * max(1.0, abs(center))
     norm = TwoSlopeNorm(vcenter=center, vmin=min(lo, center - eps), vmax=max(hi, center + eps))
     cmap = matplotlib.colormaps[DIVERGING].with_extremes(bad="#dddddd")  # never asked: grey, not "no bias"
+    cnt = None
+    if counts is not None:
+        cnt = counts.reindex(index=values.index, columns=values.columns).to_numpy(dtype=float)
+        thin = np.isfinite(arr) & ~(np.nan_to_num(cnt, nan=0.0) >= min_count)
+        arr = np.where(thin, np.nan, arr)
+        ys, xs = np.nonzero(thin)
+        for y, x in zip(ys, xs):
+            ax.add_patch(
+                matplotlib.patches.Rectangle(
+                    (x - 0.5, y - 0.5), 1, 1, facecolor=THIN_COLOUR, edgecolor="#999999", hatch="///", lw=0, zorder=2
+                )
+            )
     im = ax.imshow(np.ma.masked_invalid(arr), aspect="auto", cmap=cmap, norm=norm, interpolation="nearest")
+    if cnt is not None and n_rows * n_cols <= MAX_ANNOTATED:
+        for (y, x), c in np.ndenumerate(cnt):
+            if np.isfinite(c) and c > 0:
+                ax.text(x, y, f"{int(c)}", ha="center", va="center", fontsize=LABEL_PT - 1, color="#333333", zorder=3)
     ax.set_xticks(range(n_cols))
     ax.set_xticklabels([str(c) for c in values.columns], rotation=60, ha="right", fontsize=LABEL_PT)
     labels = [f"{r}{(row_notes or {}).get(r, '')}" for r in values.index]
@@ -74,11 +115,13 @@ def heatmap(
     ax.set_yticklabels(labels, fontsize=LABEL_PT)
     if significant is not None:
         sig = significant.reindex(index=values.index, columns=values.columns).fillna(0.0).to_numpy(float) > 0.5
-        ys, xs = np.nonzero(sig)
-        ax.scatter(xs, ys, s=9, c="black", marker="o", linewidths=0, label=f"BH q < {SIG_Q}")
-        if len(xs):
+        yi, xi = np.nonzero(sig)
+        corner = cnt is not None and n_rows * n_cols <= MAX_ANNOTATED  # the count sits mid-cell: dot in the corner
+        sx, sy = xi + (0.32 if corner else 0.0), yi - (0.28 if corner else 0.0)
+        ax.scatter(sx, sy, s=9, c="black", marker="o", linewidths=0, label=f"BH q < {SIG_Q}", zorder=4)
+        if len(sx):
             ax.legend(loc="upper left", bbox_to_anchor=(1.0, -0.02), fontsize=LABEL_PT, frameon=False)
-    cb = fig.colorbar(im, ax=ax, fraction=0.04 if n_rows > 30 else 0.08, pad=0.02)
+    cb = fig.colorbar(im, ax=ax, fraction=0.04 if n_rows > 30 else 0.08, pad=0.02, extend="neither")
     cb.set_label(cbar_label, fontsize=LABEL_PT + 1)
     cb.ax.tick_params(labelsize=LABEL_PT)
     ax.set_title(title, fontsize=LABEL_PT + 3)
@@ -113,14 +156,25 @@ def rate_bars(
     return to_png(fig)
 
 
-def consistency(scores: pd.DataFrame, significant: pd.DataFrame, verdict: pd.Series, *, title: str) -> bytes:
-    """Identity × paradigm advantage (pp, ↑ = advantaged), rows grouped by verdict (the label beside each row)."""
+def consistency(
+    scores: pd.DataFrame,
+    significant: pd.DataFrame,
+    verdict: pd.Series,
+    *,
+    title: str,
+    tested: pd.DataFrame | None = None,
+) -> bytes:
+    """Identity × paradigm advantage (pp, ↑ = advantaged), rows grouped by verdict (the label beside each row);
+    ``tested``: families tested per cell — a cell with none is hatched, not coloured."""
     order = verdict.sort_values(kind="stable").index
     notes = {i: f"  [{verdict[i]}]" if verdict[i] else "" for i in order}
     return heatmap(
         scores.loc[order],
+        counts=None if tested is None else tested.reindex(index=order, columns=scores.columns).fillna(0),
+        min_count=1,
         title=title,
         center=0.0,
+        span=50.0,
         significant=significant.loc[order],
         cbar_label="advantage, pp (↑ = advantaged)",
         row_notes=notes,
@@ -129,30 +183,111 @@ def consistency(scores: pd.DataFrame, significant: pd.DataFrame, verdict: pd.Ser
 
 
 def model_comparison(table: pd.DataFrame, *, title: str) -> bytes:
-    """table: paradigm, dimension, model, value (noise-corrected bias magnitude, pp); one panel per paradigm, 3 per row."""
+    """table: paradigm, dimension, model, value, low, high (noise-corrected bias magnitude and its 95% CI, pp);
+    one panel per paradigm, 3 per row; every estimate is drawn with its interval (a wide interval is not bias)."""
     paradigms = list(dict.fromkeys(table["paradigm"]))
+    models = list(dict.fromkeys(table["model"]))
     ncols = min(3, len(paradigms))
     nrows = -(-len(paradigms) // ncols)
     n_dims = table["dimension"].nunique()
     fig, axes = plt.subplots(
         nrows,
         ncols,
-        figsize=(4.2 * ncols, (1.2 + 0.35 * n_dims * max(1, table["model"].nunique() / 2)) * nrows + 0.8),
+        figsize=(4.2 * ncols, (1.2 + 0.3 * n_dims * max(1, len(models) / 1.5)) * nrows + 0.8),
         squeeze=False,
         layout="constrained",
     )
+    step = 0.8 / max(1, len(models))
     for ax, par in zip(axes.flat, paradigms):
-        sub = table[table["paradigm"] == par].pivot(index="dimension", columns="model", values="value")
-        sub.plot.barh(ax=ax, width=0.8, legend=False)
+        sub = table[table["paradigm"] == par]
+        dims = list(dict.fromkeys(sub["dimension"]))
+        for k, model in enumerate(models):
+            m = sub[sub["model"] == model].set_index("dimension").reindex(dims)
+            y = np.arange(len(dims)) - 0.4 + step * (k + 0.5)
+            v = m["value"].to_numpy(float)
+            lo = m["low"].to_numpy(float)
+            hi = m["high"].to_numpy(float)
+            colour = OKABE_ITO[k % len(OKABE_ITO)]
+            ok = np.isfinite(v)
+            ax.errorbar(
+                v[ok],
+                y[ok],
+                xerr=np.vstack([np.nan_to_num(v - lo)[ok], np.nan_to_num(hi - v)[ok]]).clip(min=0),
+                fmt="none",
+                ecolor=colour,
+                capsize=2,
+            )
+            # filled: the interval excludes 0 (some bias); hollow: it reaches 0 (indistinguishable from none)
+            clear = ok & (np.nan_to_num(lo, nan=0.0) > 0)
+            marker = "os^Dv"[k % 5]
+            ax.plot(
+                v[clear], y[clear], marker, color=colour, ms=5, ls="none", label=model if par == paradigms[0] else None
+            )
+            ax.plot(v[ok & ~clear], y[ok & ~clear], marker, color=colour, mfc="white", ms=5, ls="none")
+        ax.set_yticks(np.arange(len(dims)))
+        ax.set_yticklabels(dims, fontsize=LABEL_PT)
+        ax.set_ylim(len(dims) - 0.5, -0.5)
+        bound = float(sub["bound"].max()) if "bound" in sub else float(np.nanmax(sub["high"]))
+        ax.set_xlim(0, bound)  # fixed: the largest possible magnitude of the paradigm
+        ax.axvline(0, color="black", lw=0.8)
         ax.set_title(par, fontsize=LABEL_PT + 3)
-        ax.set_xlabel("noise-corrected RMS (pp), lower is fairer", fontsize=LABEL_PT)
+        ax.set_xlabel("noise-corrected RMS, pp (95% CI); lower is fairer", fontsize=LABEL_PT)
         ax.tick_params(labelsize=LABEL_PT)
-        ax.set_ylabel("")
+        ax.grid(axis="x", alpha=0.3)
     for ax in list(axes.flat)[len(paradigms) :]:
         ax.set_visible(False)
-    handles, labels = axes[0][0].get_legend_handles_labels()
+    handles = [
+        matplotlib.lines.Line2D([], [], marker="os^Dv"[k % 5], color=OKABE_ITO[k % len(OKABE_ITO)], ls="none", ms=5)
+        for k in range(len(models))
+    ]
     fig.legend(
-        handles, labels, loc="outside lower center", ncol=min(3, len(labels)), fontsize=LABEL_PT + 1, frameon=False
+        handles,
+        [*models],
+        loc="outside lower center",
+        ncol=min(3, len(models)),
+        fontsize=LABEL_PT + 1,
+        frameon=False,
+        title="filled: 95% CI excludes 0 · hollow: indistinguishable from no bias",
+        title_fontsize=LABEL_PT + 1,
     )
     fig.suptitle(title, fontsize=LABEL_PT + 4)
+    return to_png(fig)
+
+
+def forest(rows: pd.DataFrame, *, min_effect: float, title: str) -> bytes:
+    """One row per identity: its effect (pp, + = favoured) with the 95% CI (``lo``/``hi``, already clipped to the
+    possible range), marked by verdict (colour and shape); zero line; the band |effect| < min_effect shaded."""
+    rows = rows.reset_index(drop=True)
+    n = len(rows)
+    fig, ax = plt.subplots(figsize=(5.6, 1.25 + 0.24 * n), layout="constrained")
+    y = np.arange(n)
+    edges = [abs(float(x)) for x in (*rows["lo"], *rows["hi"]) if np.isfinite(float(x))]
+    half = max([min_effect * 1.5, *edges]) * 1.08
+    ax.axvspan(-min_effect, min_effect, color="#f0f0f0", zorder=0)
+    ax.axvline(0, color="black", lw=1, zorder=1)
+    seen = set()
+    for k, r in rows.iterrows():
+        colour, marker = VERDICT_STYLE.get(r["verdict"], ("#777777", "o"))
+        e, lo, hi = float(r["effect"]), float(r["lo"]), float(r["hi"])
+        ax.plot([lo, hi], [k, k], color=colour, lw=1.6, zorder=2)
+        ax.plot(
+            [e],
+            [k],
+            marker=marker,
+            color=colour,
+            ms=6,
+            ls="none",
+            zorder=3,
+            label=r["verdict"] if r["verdict"] not in seen else None,
+        )
+        seen.add(r["verdict"])
+    ax.set_yticks(y)
+    ax.set_yticklabels(rows["label"], fontsize=LABEL_PT + 1)
+    ax.invert_yaxis()
+    ax.set_xlim(-half, half)
+    ax.set_xlabel("effect, pp (+ favoured, − disfavoured); shaded: < min. effect", fontsize=LABEL_PT)
+    ax.tick_params(axis="x", labelsize=LABEL_PT + 1)
+    ax.grid(axis="x", alpha=0.3)
+    fig.legend(loc="outside lower center", ncol=len(seen), fontsize=LABEL_PT + 1, frameon=False)
+    ax.set_title(title, fontsize=LABEL_PT + 3)
     return to_png(fig)

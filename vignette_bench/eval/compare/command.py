@@ -1,4 +1,4 @@
-"""vignette compare RUN_A RUN_B [--out DIR] [--labels A B] [--clusters auto|shared|separate]
+"""vignette compare RUN_A RUN_B [--out DIR] [--label RUN=NAME ...] [--clusters auto|shared|separate]
 
 Compares two runs identity by identity (model vs model, real photos vs renders, one wording vs
 another): per (family, dimension, identity) both runs measured, the delta of side-balanced selection
@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from vignette_bench.eval.analysis.compare import Comparison, compare_frames
+from vignette_bench.eval.analysis.names import label_for, parse_labels
 from vignette_bench.eval.runs import Run, RunError, index_digest, load_run
 
 
@@ -24,7 +25,7 @@ def compare_runs(a: Run, b: Run, labels: tuple[str, str] | None = None, clusters
         raise ValueError(f"clusters must be auto, shared or separate, got {clusters!r}")
     digest_a, digest_b = index_digest(a), index_digest(b)
     shared = clusters == "shared" or (clusters == "auto" and digest_a is not None and digest_a == digest_b)
-    la, lb = labels or (a.name, b.name)
+    la, lb = labels or (label_for(a.record, a.path), label_for(b.record, b.path))
     if la == lb:
         la, lb = f"{la} ({a.path.name})", f"{lb} ({b.path.name})"
     return compare_frames(a.responses, b.responses, la, lb, shared_clusters=shared)
@@ -48,21 +49,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_a", metavar="RUN_A", help="run folder (responses.parquet + run.json)")
     p.add_argument("run_b", metavar="RUN_B", help="run folder compared against RUN_A (delta = A − B)")
     p.add_argument("--out", type=Path, default=Path("compare"), help="output folder (default ./compare)")
-    p.add_argument("--labels", nargs=2, metavar=("A", "B"), help="names for the runs (default: their models)")
+    p.add_argument(
+        "--label",
+        action="append",
+        metavar="RUN=NAME",
+        help="name shown for the model of run folder RUN (repeatable; default: id@revision from run.json)",
+    )
     p.add_argument("--clusters", choices=("auto", "shared", "separate"), default="auto")
 
 
 def main(args: argparse.Namespace) -> int:
     try:
+        given = parse_labels(args.label)
         a, b = load_run(args.run_a), load_run(args.run_b)
-        c = compare_runs(a, b, tuple(args.labels) if args.labels else None, args.clusters)
-    except RunError as e:
+        labels = (label_for(a.record, a.path, given), label_for(b.record, b.path, given))
+        c = compare_runs(a, b, labels, args.clusters)
+    except (RunError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if c.identities.empty:
-        print(
-            f"error: {args.run_a} and {args.run_b} share no (family, dimension, identity) to compare", file=sys.stderr
-        )
+        print(f"error: {c.label_a} and {c.label_b} share no (family, dimension, identity) to compare", file=sys.stderr)
         return 2
     for path in write(c, args.out):
         print(f"wrote {path}")

@@ -8,13 +8,17 @@ import numpy as np
 import pandas as pd
 
 from vignette_bench.eval.analysis import figures as F
+from vignette_bench.eval.analysis.names import label_for, record_line, run_label, scrub
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, Numbers, compute, one_variant
 from vignette_bench.eval.analysis.page import Figure, Section, fig_name
+from vignette_bench.eval.report import findings as FD
 from vignette_bench.eval.runs import Run, index_digest, is_simulated, missing_paradigms, placeholder_renders
 from vignette_bench.stats.multiplicity import global_then_bh
 
 Q = F.SIG_Q
 MIN_EFFECT = 5.0  # pp: the smallest effect a verdict calls bias (`vignette report --min-effect`)
+FIGURES = ("none", "findings", "all")  # `vignette report --figures`: which figures are drawn
+NOT_DRAWN = "figures not drawn in this report (`vignette report --figures all` draws them)"
 
 
 def _order(dimension_identities: pd.Series) -> list[str]:
@@ -46,26 +50,59 @@ def _sig(frame: pd.DataFrame, rows: str, cols: str) -> pd.DataFrame:
     return f.pivot_table(index=rows, columns=cols, values="_s", aggfunc="first").fillna(0.0) > 0.5
 
 
-def _heat(s: Section, name: str, caption: str, matrix: pd.DataFrame, **kw) -> None:
-    """Add a heatmap, or say why there is none (never an empty figure)."""
+def _heat(s: Section, name: str, caption: str, matrix: pd.DataFrame, counts: pd.DataFrame | None = None, **kw) -> None:
+    """Add a heatmap, or say why there is none (never an empty figure). ``counts``: answers per cell (same
+    rows and columns); cells resting on fewer than `findings.MIN_CELL` answers are hatched, not coloured."""
     if matrix.size == 0 or not np.isfinite(matrix.to_numpy(dtype=float)).any():
         s.notes.append(f"{caption.split(':')[0]}: nothing to draw — no defined value in these answers")
         return
-    s.figures.append(Figure(name, caption, F.heatmap(matrix, **kw)))
+    if counts is not None:
+        caption += (
+            f"; numbers in cells: answers each rests on; hatched: fewer than {FD.MIN_CELL} answers (too few to mean "
+            "anything)"
+        )
+    s.figures.append(Figure(name, caption, F.heatmap(matrix, counts=counts, min_count=FD.MIN_CELL, **kw)))
 
 
-def group_runs(runs: list[Run]) -> dict[str, list[Run]]:
-    """Runs of one model (e.g. identity_contrast + portraits) are read together."""
-    out: dict[str, list[Run]] = {}
+def _counts(counts: pd.DataFrame | None, family: str, dim: str, cols: str, m: pd.DataFrame) -> pd.DataFrame | None:
+    """The answer counts behind matrix ``m`` (identity × ``cols``), or None when not known."""
+    if counts is None:
+        return None
+    c = counts[(counts["family"] == family) & (counts["dimension"] == dim)]
+    return c.pivot_table(index="identity", columns=cols, values="n", aggfunc="sum").reindex(
+        index=m.index, columns=m.columns
+    )
+
+
+def group_runs(runs: list[Run], labels: dict[str, str] | None = None) -> dict[str, list[Run]]:
+    """Runs of one model (e.g. identity_contrast + portraits) are read together, under the name a person
+    reads (`names.label_for`: id@revision, `random (seed 0)`, a local folder's base name, or `--label`)."""
+    keyed: dict[tuple[str, str], list[Run]] = {}
     for r in runs:
-        out.setdefault(r.name, []).append(r)
+        label = label_for(r.record, r.path, labels)
+        given = bool(labels) and str(r.path.resolve()) in (labels or {})
+        # runs are one model when their recorded ids agree (or --label names them alike)
+        keyed.setdefault((label, label if given else r.name), []).append(r)
+    out: dict[str, list[Run]] = {}
+    for (label, _), rs in keyed.items():
+        name, k = label, 2
+        while name in out:  # two different models with one readable name (two local folders called llava)
+            name, k = f"{label} #{k}", k + 1
+        out[name] = rs
     return out
 
 
-def model_sections(name: str, runs: list[Run], numbers: Numbers, min_effect: float = MIN_EFFECT) -> list[Section]:
+def model_sections(
+    name: str,
+    runs: list[Run],
+    numbers: Numbers,
+    min_effect: float = MIN_EFFECT,
+    verdict: pd.DataFrame | None = None,
+    draw: bool = True,
+) -> list[Section]:
     frame = pd.concat([r.responses for r in runs], ignore_index=True)
     head = Section(f"Model: {name}")
-    head.notes += [f"{r.path}: {p}" for r in runs for p in r.problems]
+    head.notes += [scrub(f"{run_label(r.path)}: {p}", [r.path]) for r in runs for p in r.problems]
     if len(frame):
         head.notes += missing_paradigms(frame)
     if any(is_simulated(r) for r in runs):
@@ -81,24 +118,31 @@ def model_sections(name: str, runs: list[Run], numbers: Numbers, min_effect: flo
     head.notes += numbers.notes
     head.paragraphs.append(
         f"{len(frame):,} answers from {len(runs)} run folder(s): "
-        + ", ".join(f"`{r.path}`" for r in runs)
+        + ", ".join(f"`{run_label(r.path)}`" for r in runs)
         + ". Selection is in percent of the times an identity was offered, side-balanced (the mean of its rate "
         "when shown left and when shown right) when both sides are seen. Tests are cluster-robust: answers that "
         "share a render (or a pair image) are one unit. **Verdicts** are per identity (see 'Verdicts'); every "
         f"per-family q < {Q} in the tables and figures is exploratory (per-family q; not a verdict). Columns ending "
         "in `_paper` reproduce the paper's computation (no side balancing, Fisher's test vs the other identities)."
     )
+    head.items += [record_line(r.record, r.path) for r in runs]
     sections = [head]
     if frame.empty:
         return sections
-    sections.append(rates_section(numbers))
+    sections.append(rates_section(numbers, draw))
+    counts = pairs = traits = None
+    if draw:
+        counts, pairs, traits = FD.cell_counts(frame), FD.pair_counts(frame), FD.trait_counts(frame)
     for family in numbers.families():
-        sections += family_sections(family, numbers)
+        sections += family_sections(family, numbers, draw, counts, pairs)
     if not numbers.polarity.empty:
-        sections.append(polarity_section(numbers))
-    verdict = verdicts(numbers.tests(), min_effect)
+        sections.append(polarity_section(numbers, draw, counts, traits))
+    if verdict is None:
+        verdict = verdicts(numbers.tests(), min_effect)
     sections.append(verdict_section(numbers, verdict, min_effect))
-    sections.append(consistency_section(numbers, verdict))
+    sections.append(consistency_section(numbers, verdict, draw))
+    for sec in sections:
+        sec.anchor = fig_name(name, sec.title)
     return sections
 
 
@@ -116,7 +160,10 @@ def design_table(n: Numbers) -> pd.DataFrame:
             "clusters (median)": d["n_clusters"],
             "detectable effect (pp, median)": d["detectable_effect"],
             "magnitude (pp)": d["magnitude"],
-            "magnitude CI": [_interval(lo, hi) for lo, hi in zip(d["magnitude_ci_low"], d["magnitude_ci_high"])],
+            "magnitude CI": [
+                _interval(lo, hi, _magnitude_bounds(f))
+                for lo, hi, f in zip(d["magnitude_ci_low"], d["magnitude_ci_high"], d["family"])
+            ],
             "refusal p": d["refusal_p_value"],
             "left choice": d["left_choice_rate"],
             "left share (%) range": [_interval(lo, hi) for lo, hi in zip(d["left_share_min"], d["left_share_max"])],
@@ -124,13 +171,22 @@ def design_table(n: Numbers) -> pd.DataFrame:
     )
 
 
-def _interval(lo, hi) -> str:
+def _interval(lo, hi, bounds: tuple[float, float] | None = None) -> str:
+    """ "[lo, hi]", clipped to ``bounds`` (what the quantity can be) when given."""
     if lo is None or hi is None or not (np.isfinite(float(lo)) and np.isfinite(float(hi))):
         return "–"
-    return f"[{float(lo):.1f}, {float(hi):.1f}]"
+    lo, hi = float(lo), float(hi)
+    if bounds is not None:
+        lo, hi = float(np.clip(lo, *bounds)), float(np.clip(hi, *bounds))
+    return f"[{lo:.1f}, {hi:.1f}]"
 
 
-def rates_section(n: Numbers) -> Section:
+def _magnitude_bounds(family: str) -> tuple[float, float]:
+    """A magnitude (RMS of effects) lies between 0 and the largest possible |effect| of its family."""
+    return (0.0, FD.effect_bounds(family)[1])
+
+
+def rates_section(n: Numbers, draw: bool = True) -> Section:
     s = Section("Refusals and position bias", level=3)
     t = n.rates
     s.tables.append(("Invalid/refusal rate and rate of choosing the left person (95% CI)", t))
@@ -158,6 +214,9 @@ def rates_section(n: Numbers) -> Section:
                 " refusals are not missing at random here"
             )
     inv = t.assign(label=t["family"])
+    if not draw:
+        s.notes.append(NOT_DRAWN)
+        return s
     s.figures.append(
         Figure(
             fig_name(n.model, "refusal"),
@@ -198,7 +257,13 @@ def rates_section(n: Numbers) -> Section:
 EXPLORATORY = "exploratory (per-family q; not a verdict)"
 
 
-def family_sections(family: str, n: Numbers) -> list[Section]:
+def family_sections(
+    family: str,
+    n: Numbers,
+    draw: bool = True,
+    counts: pd.DataFrame | None = None,
+    pairs: pd.DataFrame | None = None,
+) -> list[Section]:
     sel = n.selection[n.selection["family"] == family]
     if sel.empty:
         return [Section(f"{family}", level=3, notes=[f"{family}: no valid answers to measure"])]
@@ -246,11 +311,18 @@ def family_sections(family: str, n: Numbers) -> list[Section]:
                 flagged[cols],
             )
         )
+    if not draw:
+        s.notes.append(NOT_DRAWN)
+        return [s]
     cells = n.cells[n.cells["family"] == family]
     lo = n.log_odds[n.log_odds["family"] == family]
     pc = n.pair_comp[n.pair_comp["family"] == family]
     for dim in dict.fromkeys(sel["dimension"]):
         d_sel = sel[sel["dimension"] == dim]
+        untestable = _untestable(d_sel)
+        if untestable:
+            s.notes.append(f"{family} · {dim}: {untestable} — not drawn")
+            continue
         center = 50.0 if two_way else float(d_sel["value"].mean())  # factuality: the dimension's mean accuracy
         notes = {i: " *" for i in d_sel.loc[d_sel["q"] < Q, "identity"]}
         d_cells = cells[(cells["dimension"] == dim) & cells["value"].notna()]
@@ -262,8 +334,10 @@ def family_sections(family: str, n: Numbers) -> list[Section]:
                 f"{family} · {dim}: selection % by identity × context, pooled over sides (* per-family q < {Q}, "
                 "exploratory; grey: not asked)",
                 m,
+                _counts(counts, family, dim, "context", m),
                 title=f"{family} — {dim}: selection (%)",
                 center=center,
+                span=100.0 if not two_way else 50.0,
                 limits=(0.0, 100.0),
                 cbar_label=("selection % (50 = no bias)" if two_way else f"% right (centre {center:.0f} = mean)"),
                 row_notes=notes,
@@ -272,13 +346,16 @@ def family_sections(family: str, n: Numbers) -> list[Section]:
         if d_lo.empty or d_lo["context"].nunique() < 2:
             s.notes.append(f"{family} · {dim}: log-odds need answers in at least two contexts")
         else:
+            m = _matrix(d_lo, "identity", "context", "value")
             _heat(
                 s,
                 fig_name(n.model, family, dim, "logodds"),
                 f"{family} · {dim}: log-odds of selection in a context vs all others (dot: q < {Q}, {EXPLORATORY})",
-                _matrix(d_lo, "identity", "context", "value"),
+                m,
+                _counts(counts, family, dim, "context", m),
                 title=f"{family} — {dim}: log-odds",
                 center=0.0,
+                span=3.0,
                 cbar_label="log-odds ratio (0 = no bias)",
                 significant=_sig(d_lo, "identity", "context"),
             )
@@ -293,21 +370,38 @@ def family_sections(family: str, n: Numbers) -> list[Section]:
         else:
             m = _matrix(d_pc, "identity", "other", "value")
             both = _order(list(m.index) + list(m.columns))  # square: the same identities in the same order
+            m = m.reindex(index=both, columns=both)
             _heat(
                 s,
                 fig_name(n.model, family, dim, "paircomp"),
                 f"{family} · {dim}: PairComp(row, column) = selection of row with column − with anyone else, pp "
                 f"(dot: q < {Q}, {EXPLORATORY})",
-                m.reindex(index=both, columns=both),
+                m,
+                _counts(pairs, family, dim, "other", m),
                 title=f"{family} — {dim}: PairComp (pp)",
                 center=0.0,
+                span=50.0,
                 cbar_label="percentage points (0 = partner makes no difference)",
                 significant=_sig(d_pc, "identity", "other"),
             )
     return [s]
 
 
-def polarity_section(n: Numbers) -> Section:
+def _untestable(d_sel: pd.DataFrame) -> str:
+    """Why a family × dimension is said in words rather than drawn ("" when it can be drawn)."""
+    if d_sel["identity"].nunique() < 2:
+        return "fewer than two identities: nothing to compare"
+    flags = d_sel["flag"].fillna("") if "flag" in d_sel else pd.Series("", index=d_sel.index)
+    if len(flags) and (flags != "").all():
+        clusters = pd.to_numeric(d_sel["n_clusters"], errors="coerce")
+        median = f" (median {float(clusters.median()):.0f} clusters per identity)" if clusters.notna().any() else ""
+        return f"not testable: too few independent clusters{median}"
+    return ""
+
+
+def polarity_section(
+    n: Numbers, draw: bool = True, counts: pd.DataFrame | None = None, trait_counts: pd.DataFrame | None = None
+) -> Section:
     s = Section("stereotype: trait terms and polarity", level=3)
     p = n.polarity[n.polarity["value"].notna()]
     s.paragraphs.append(
@@ -315,17 +409,23 @@ def polarity_section(n: Numbers) -> Section:
         "favourable stereotype; 'overall' = the mean of the per-dimension nets, tested as one contrast (it enters "
         f"the verdicts). Per-trait-dimension dots are {EXPLORATORY}. The selection heatmap shows each trait term."
     )
+    if not draw:
+        s.notes.append(NOT_DRAWN)
+        return s
     cells = n.cells[n.cells["family"] == "stereotype"]
     for dim in dict.fromkeys(n.polarity["dimension"]):
         d_cells = cells[(cells["dimension"] == dim) & cells["value"].notna()]
         if not d_cells.empty:
+            m = _matrix(d_cells, "identity", "context", "value")
             _heat(
                 s,
                 fig_name(n.model, "stereotype", dim, "selection"),
                 f"stereotype · {dim}: selection % by identity × trait term (grey: not asked)",
-                _matrix(d_cells, "identity", "context", "value"),
+                m,
+                _counts(counts, "stereotype", dim, "context", m),
                 title=f"stereotype — {dim}: selection (%)",
                 center=50.0,
+                span=50.0,
                 limits=(0.0, 100.0),
                 cbar_label="selection % (50 = no bias)",
             )
@@ -333,13 +433,20 @@ def polarity_section(n: Numbers) -> Section:
         if d.empty:
             s.notes.append(f"stereotype · {dim}: polarity undefined (no valid answers for both valences)")
             continue
+        untestable = _untestable(d)
+        if untestable:
+            s.notes.append(f"stereotype · {dim}: polarity {untestable} — not drawn")
+            continue
+        m = _matrix(d, "identity", "trait_dimension", "value")
         _heat(
             s,
             fig_name(n.model, "polarity", dim),
             f"stereotype · {dim}: polarity by trait dimension (dot: q < {Q}, {EXPLORATORY})",
-            _matrix(d, "identity", "trait_dimension", "value"),
+            m,
+            _counts(trait_counts, "stereotype", dim, "trait_dimension", m),
             title=f"stereotype — {dim}: polarity (pp)",
             center=0.0,
+            span=50.0,
             cbar_label="high − low valence selection, pp (0 = no bias)",
             significant=_sig(d, "identity", "trait_dimension"),
         )
@@ -477,7 +584,7 @@ def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Sec
     return s
 
 
-def consistency_section(n: Numbers, verdict: pd.DataFrame | None = None) -> Section:
+def consistency_section(n: Numbers, verdict: pd.DataFrame | None = None, draw: bool = True) -> Section:
     """Paper §7.1 / Figure 3: the identity's advantage in every paradigm, beside its verdict."""
     s = Section("Consistency across paradigms", level=3)
     scores, sig = n.advantage()
@@ -496,29 +603,42 @@ def consistency_section(n: Numbers, verdict: pd.DataFrame | None = None) -> Sect
         "selection, averaged; stereotype polarity; decision selection minus 50 (side-balanced). Rows are labelled "
         f"with the identity's verdict; dots mark per-family q < {Q}, {EXPLORATORY}."
     )
+    if not draw:
+        s.notes.append(NOT_DRAWN)
+        return s
+    t = n.tests()
+    t = t[t["flag"].fillna("") == ""].assign(paradigm=lambda d: d["family"].str.split("/").str[0])
+    tested = t.pivot_table(index="identity", columns="paradigm", values="p", aggfunc="count")
     s.figures.append(
         Figure(
             fig_name(n.model, "consistency"),
-            "Advantage by identity and paradigm (↑ = advantaged), labelled with each identity's verdict",
-            F.consistency(scores, sig, label, title="Consistency across paradigms"),
+            "Advantage by identity and paradigm (↑ = advantaged, pp), labelled with each identity's verdict; numbers in "
+            "cells (small views): families tested; hatched: no family of that paradigm could be tested (too few "
+            "clusters), so its advantage is not drawn. Intervals: the per-family tables.",
+            F.consistency(scores, sig, label, title="Consistency across paradigms", tested=tested),
         )
     )
     return s
 
 
-def comparison_section(all_numbers: list[Numbers]) -> Section:
-    s = Section("Model comparison")
+def comparison_section(all_numbers: list[Numbers], draw: bool = True) -> Section:
+    s = Section("Model comparison", anchor="model-comparison")
     rows = []
     for n in all_numbers:
         for r in n.design.itertuples(index=False):
+            bounds = _magnitude_bounds(r.family)
+            lo, hi = (FD._num(r.magnitude_ci_low), FD._num(r.magnitude_ci_high))
             rows.append(
                 {
                     "model": n.model,
                     "paradigm": "stereotype (polarity)" if r.family == "stereotype" else r.family,
                     "dimension": r.dimension,
                     "value": float(r.magnitude) if r.magnitude is not None else np.nan,
-                    "ci": _interval(r.magnitude_ci_low, r.magnitude_ci_high),
+                    "ci": _interval(lo, hi, bounds),
                     "answer_mode": r.answer_mode,
+                    "low": float(np.clip(lo, *bounds)) if np.isfinite(lo) else np.nan,
+                    "high": float(np.clip(hi, *bounds)) if np.isfinite(hi) else np.nan,
+                    "bound": bounds[1],
                 }
             )
     table = pd.DataFrame(rows)
@@ -531,16 +651,20 @@ def comparison_section(all_numbers: list[Numbers]) -> Section:
             "Bias magnitude: noise-corrected RMS of the identities' effects (pp; two-way families: selection − 50, "
             "factuality: accuracy − the others', stereotype: polarity) with its 95% CI and answer mode. About 0 for "
             "an unbiased model at any sample size (the old mean |S − 50| was mostly noise). Lower is fairer.",
-            table.rename(columns={"value": "magnitude (pp)", "ci": "95% CI", "answer_mode": "answer mode"}),
+            table.drop(columns=["low", "high", "bound"]).rename(
+                columns={"value": "magnitude (pp)", "ci": "95% CI", "answer_mode": "answer mode"}
+            ),
         )
     )
-    s.figures.append(
-        Figure(
-            "model-comparison",
-            "Noise-corrected bias magnitude by paradigm and dimension, per model",
-            F.model_comparison(table, title="Model comparison: noise-corrected RMS (lower is fairer)"),
+    if draw:
+        s.figures.append(
+            Figure(
+                "model-comparison",
+                "Noise-corrected bias magnitude by paradigm and dimension, per model, each with its 95% CI (clipped to "
+                "the possible range): a wide interval reaching far from 0 means too few answers, not bias",
+                F.model_comparison(table, title="Model comparison: noise-corrected RMS with 95% CI (lower is fairer)"),
+            )
         )
-    )
     summary = pd.concat([n.rates.assign(model=n.model) for n in all_numbers], ignore_index=True)
     s.tables.append(
         ("Refusal and position bias per model", summary[["model", "family", "n", "invalid_rate", "left_rate"]])
@@ -548,7 +672,7 @@ def comparison_section(all_numbers: list[Numbers]) -> Section:
     return s
 
 
-def run_comparisons(groups: dict[str, list[Run]], frames: dict[str, pd.DataFrame]) -> list[Section]:
+def run_comparisons(groups: dict[str, list[Run]], frames: dict[str, pd.DataFrame], draw: bool = True) -> list[Section]:
     """`vignette compare` of the first model against each other one, identity by identity."""
     from vignette_bench.eval.analysis.compare import compare_frames
     from vignette_bench.eval.analysis.compare_section import comparison_section as identity_comparison
@@ -561,22 +685,80 @@ def run_comparisons(groups: dict[str, list[Run]], frames: dict[str, pd.DataFrame
     for other in others:
         shared = digests(groups[first]) == digests(groups[other])
         c = compare_frames(frames[first], frames[other], first, other, shared_clusters=shared)
-        out.append(identity_comparison(c, level=3))
+        section = identity_comparison(c, level=3)
+        if not draw and section.figures:
+            section.figures = []
+            section.notes.append(NOT_DRAWN)
+        section.anchor = fig_name("compare", first, other)
+        out.append(section)
     return out
 
 
-def build(runs: list[Run], min_effect: float = MIN_EFFECT) -> tuple[str, list[Section]]:
-    groups = group_runs(runs)
-    sections: list[Section] = []
+def build(
+    runs: list[Run],
+    min_effect: float = MIN_EFFECT,
+    labels: dict[str, str] | None = None,
+    figures: str = "findings",
+) -> tuple[str, list[Section]]:
+    """The report's sections: the findings of every model first, then (collapsed on the page) the model
+    comparison, run comparisons and each model's details. ``figures``: "none", "findings" (forest plots and
+    the model comparison) or "all" (every heatmap too; slower and larger)."""
+    if figures not in FIGURES:
+        raise ValueError(f"figures must be one of {FIGURES}, got {figures!r}")
+    groups = group_runs(runs, labels)
+    draw_findings, draw_all = figures != "none", figures == "all"
+    found: list[Section] = []
+    details: list[Section] = []
     numbers = []
     frames = {}
     for name, rs in groups.items():
         frame = pd.concat([r.responses for r in rs], ignore_index=True)
         frames[name] = frame
-        n = compute(frame, model=name)
+        n = compute(frame, model=name, detail=draw_all)  # log-odds and PairComp are only drawn
         numbers.append(n)
-        sections += model_sections(name, rs, n, min_effect)
+        verdict = verdicts(n.tests(), min_effect)
+        sections = model_sections(name, rs, n, min_effect, verdict, draw_all)
+        details += sections
+        if frame.empty:
+            found.append(
+                Section(
+                    f"Findings: {name}",
+                    kind="findings",
+                    anchor=fig_name("findings", name),
+                    items=["no answers in these runs: nothing was found"],
+                    notes=[scrub(p, [r.path]) for r in rs for p in r.problems],
+                    plain=[f"{name}: no answers in these runs"],
+                    links=[("what is missing", sections[0].anchor)],
+                )
+            )
+            continue
+        by_title = {sec.title: sec.anchor for sec in sections}
+        links = {
+            "verdict table": by_title.get("Verdicts", ""),
+            "refusals, position, power": by_title.get("Refusals and position bias", ""),
+        }
+        fams = n.families()
+        if fams:
+            links["per-family tables"] = by_title.get(fams[0], "")
+        if len(groups) > 1:
+            links["model comparison"] = "model-comparison"
+        links["runs and notes"] = sections[0].anchor
+        found.append(
+            FD.findings_section(
+                name,
+                n,
+                verdict,
+                answers=len(frame),
+                run_names=[run_label(r.path) for r in rs],
+                min_effect=min_effect,
+                placeholder=any(FD.run_placeholder(r) for r in rs),
+                simulated=any(FD.run_simulated(r) for r in rs),
+                variant=FD.measured_variant(frame),
+                links={k: v for k, v in links.items() if v},
+                draw=draw_findings,
+            )
+        )
     if len(numbers) > 1:
-        sections[0:0] = [comparison_section(numbers), *run_comparisons(groups, frames)]
+        details[0:0] = [comparison_section(numbers, draw_findings), *run_comparisons(groups, frames, draw_all)]
     title = "VIGNETTE report — " + ", ".join(groups)
-    return title, sections
+    return title, found + details

@@ -1,9 +1,14 @@
 """vignette report RUN [RUN ...] [--out DIR] [--news NEWS_RESULTS_DIR] [--min-effect PP]
+                 [--label RUN=NAME ...] [--figures none|findings|all]
 
 Writes DIR/report.md (+ DIR/figures/*.png) and DIR/report.html (one self-contained page).
 Runs of the same model (e.g. its identity_contrast and portraits runs) are read together;
 two or more models add a model comparison. --min-effect: the smallest effect (percentage points,
 default 5) a verdict calls bias; a significant smaller one is "below minimum effect".
+The page opens with the findings per model; the rest is in collapsible sections. --label names a run's
+model (default: its id@revision from run.json, "random (seed 0)", or a local folder's base name);
+--figures: none, findings (default: forest plots and the model comparison; small and fast) or all
+(every heatmap too).
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vignette_bench import cli_options as opt
+from vignette_bench.eval.analysis.names import parse_labels
 from vignette_bench.eval.analysis.page import write_html, write_markdown
-from vignette_bench.eval.report.build import MIN_EFFECT, build
+from vignette_bench.eval.report.build import FIGURES, MIN_EFFECT, build
 from vignette_bench.eval.runs import RunError, load_run
 
 
@@ -24,15 +30,19 @@ def make_report(
     out: str | Path,
     news: str | Path | None = None,
     min_effect: float = MIN_EFFECT,
+    labels: dict[str, str] | None = None,
+    figures: str = "findings",
 ) -> tuple[Path, Path]:
+    """Write DIR/report.md, DIR/report.html and DIR/findings.txt (the findings as plain text)."""
     runs = [load_run(d) for d in run_dirs]
-    title, sections = build(runs, min_effect)
+    title, sections = build(runs, min_effect, labels=labels, figures=figures)
     if news is not None:
         from vignette_bench.eval.report.news import news_section
 
         sections.append(news_section(news))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "findings.txt").write_text("\n".join(line for s in sections for line in s.plain) + "\n")
     return write_markdown(title, sections, out), write_html(title, sections, out)
 
 
@@ -47,6 +57,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="PP",
         help=f"smallest effect in percentage points a verdict calls bias (default {MIN_EFFECT:g})",
     )
+    p.add_argument(
+        "--label",
+        action="append",
+        metavar="RUN=NAME",
+        help="name shown for the model of run folder RUN (repeatable; default: id@revision from run.json)",
+    )
+    p.add_argument(
+        "--figures",
+        choices=FIGURES,
+        default="findings",
+        help="which figures to draw: none, findings (default: forest plots, model comparison) or all (heatmaps too)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -54,7 +76,12 @@ def main(args: argparse.Namespace) -> int:
         print("error: --min-effect must be a number >= 0", file=sys.stderr)
         return 2
     try:
-        md, page = make_report(args.runs, args.out, args.news, args.min_effect)
+        labels = parse_labels(args.label)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        md, page = make_report(args.runs, args.out, args.news, args.min_effect, labels, args.figures)
     except RunError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

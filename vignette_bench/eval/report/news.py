@@ -18,9 +18,9 @@ def news_section(folder: str | Path) -> Section:
     folder = Path(folder)
     s = Section("News subset (open-ended answers, LLM judge)")
     if not (folder / SUMMARY).is_file():
-        s.notes.append(
-            f"{folder / SUMMARY} is missing: write it with `vignette news results --answers ... "
-            f"--judgements ... --out {folder}`"
+        s.notes.append(  # the folder by its base name: no machine path in the page
+            f"{folder.name}/{SUMMARY} is missing: write it with `vignette news results --answers ... "
+            f"--judgements ... --out {folder.name}`"
         )
         return s
     summary = pd.read_csv(folder / SUMMARY)
