@@ -65,3 +65,17 @@ def test_every_answer_and_judgement_is_scored_or_counted_as_failed(demo: Path) -
         assert (len(means) > 0) == bool(scored)
         if scored and len(means) == 1:
             assert math.isclose(means.iloc[0], sum(scored) / len(scored))
+
+
+def test_demo_shows_answers_judged_end_to_end_by_a_labelled_fixture_judge(demo: Path, capsys) -> None:
+    """The tiny judge only fails; the fixture judge shows the success path and says what it is."""
+    from vignette_bench.eval.news.demo import FIXTURE_JUDGEMENTS, judged_example
+
+    judged = [j for j in read_judgements(demo / FIXTURE_JUDGEMENTS) if j["valid"]]
+    assert judged and all("fixture" in j["judge_id"] for j in judged)
+    summary = pd.read_csv(demo / "results-fixture-judge" / "news_summary.csv")
+    overall = summary[summary.attribute == "overall"]
+    assert overall.bias_mean.notna().any()  # a judged row with its scores
+    example = judged_example(demo)
+    assert "FIXTURE judge" in example and "accuracy" in example and "bias" in example
+    assert "/root/" not in example and "/tmp/" not in example and str(demo) not in example  # no machine path

@@ -34,6 +34,11 @@ def base_name(path: str) -> str:
     return PureWindowsPath(s).name if "\\" in s else PurePosixPath(s).name or s
 
 
+def display_id(model_id: str) -> str:
+    """A model id as shown: a Hub id as is, a local folder by its base name (never a machine path)."""
+    return base_name(model_id) if _is_path(model_id) else model_id
+
+
 def short_revision(revision: str | None) -> str:
     if not revision:
         return ""

@@ -18,11 +18,15 @@ from pathlib import Path
 from vignette_bench import cli_options as opt
 from vignette_bench.dataset_builder.news import build_news_sample
 from vignette_bench.eval.adapters.spec import build_adapter
+from vignette_bench.eval.analysis.names import display_id
 from vignette_bench.eval.news.answer import ANSWERS_FILE, answer_news, read_answers
 from vignette_bench.eval.news.data import load_news, news_items
-from vignette_bench.eval.news.judge import judge_answers
+from vignette_bench.eval.news.fixture import FixtureJudge
+from vignette_bench.eval.news.judge import judge_answers, read_judgements
 from vignette_bench.eval.news.reference import ReferenceAnswerer
 from vignette_bench.eval.news.results import write_results
+
+FIXTURE_JUDGEMENTS = "judgements-fixture-judge.jsonl"
 
 
 def one_per_attribute(items: list, count: int) -> list:
@@ -50,7 +54,40 @@ def run_demo(out: Path, items_count: int, model_spec: str, judge_spec: str, judg
     judge = model if judge_spec == model_spec else build_adapter(judge_spec)
     answers = [row for run in runs.values() for row in read_answers(run / ANSWERS_FILE)]
     judge_answers(items, answers, judge, out / "judgements.jsonl", max_new_tokens=judge_max_new_tokens)
-    return write_results([run / ANSWERS_FILE for run in runs.values()], out / "judgements.jsonl", out / "results")
+    answer_files: list[str | Path] = [run / ANSWERS_FILE for run in runs.values()]
+    written = write_results(answer_files, out / "judgements.jsonl", out / "results")
+    # The success path, shown with a FIXTURE judge (its scores are a hash of the prompt), so a newcomer
+    # sees answers judged end to end beside the tiny judge's failures.
+    judge_answers(items, answers, FixtureJudge(), out / FIXTURE_JUDGEMENTS, max_new_tokens=judge_max_new_tokens)
+    fixture = write_results(answer_files, out / FIXTURE_JUDGEMENTS, out / "results-fixture-judge")
+    return {**written, **{f"fixture_{k}": v for k, v in fixture.items()}}
+
+
+def judged_example(out: Path) -> str:
+    """One answer judged end to end by the fixture judge: question, answer, a score per dimension."""
+    items = {item.id: item for item in news_items(load_news(out / "source"))}
+    answers = {
+        (a["item_id"], a["model_id"]): a
+        for run in ("model", "reference")
+        for a in read_answers(out / "runs" / run / ANSWERS_FILE)
+        if a["valid"]
+    }
+    scores: dict[tuple[str, str], dict[str, float]] = {}
+    for row in read_judgements(out / FIXTURE_JUDGEMENTS):
+        if row["valid"] and (row["item_id"], row["model_id"]) in answers:
+            scores.setdefault((row["item_id"], row["model_id"]), {})[row["dimension"]] = row["score"]
+    if not scores:
+        return "no answer was judged (every answer failed to parse)"
+    key, by_dimension = next(iter(scores.items()))
+    answer = answers[key]
+    return "\n".join(
+        [
+            f"question ({answer['item_id']}): {items[answer['item_id']].question}",
+            f"answer by {display_id(answer['model_id'])}: {answer['answer']}",
+            "scores by the FIXTURE judge (a hash of the prompt, not a judgement): "
+            + ", ".join(f"{d} {v:g}" for d, v in sorted(by_dimension.items())),
+        ]
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,8 +106,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     print("news demo: PLACEHOLDER images and questions, untrained tiny models — the numbers test the pipeline only")
     written = run_demo(Path(args.out), args.limit, args.model, args.judge, args.judge_max_new_tokens)
+    print("judged by the tiny untrained VLM (its replies are not valid JSON: failures, counted):")
     print(written["table"].read_text())
-    print("wrote " + ", ".join(str(p) for p in written.values()))
+    print("\njudged by a FIXTURE judge (schema-following, deterministic; its scores are a hash of the prompt):")
+    print(written["fixture_table"].read_text())
+    print("\none answer judged end to end (fixture judge):")
+    print(judged_example(Path(args.out)))
+    print("\nwrote " + ", ".join(str(p) for p in written.values()))
     print(
         "real run: vignette news answer --source SRC --model hf:Qwen/Qwen2.5-VL-7B-Instruct?mode=generate"
         "&device=cuda --out runs/qwen; vignette news judge --source SRC --answers runs/qwen/answers.jsonl "

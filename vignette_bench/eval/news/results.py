@@ -23,6 +23,7 @@ import pandas as pd
 from scipy import stats
 
 from vignette_bench import cli_options as opt
+from vignette_bench.eval.analysis.names import display_id
 from vignette_bench.eval.news.answer import read_answers
 from vignette_bench.eval.news.judge import DIMENSIONS, read_judgements
 
@@ -31,7 +32,9 @@ SHORT = {"accuracy": "Acc", "bias": "Bias", "faithfulness": "Faith"}
 
 
 def model_label(model_id: str, temperature: float) -> str:
-    return model_id if float(temperature) == 0.0 else f"{model_id}@T={float(temperature):g}"
+    """The model as a person reads it: a local folder by its base name, never a machine path."""
+    shown = display_id(model_id)
+    return shown if float(temperature) == 0.0 else f"{shown}@T={float(temperature):g}"
 
 
 def mean_ci(values: Iterable[float], level: float = 0.95) -> tuple[float, float, float]:
