@@ -18,6 +18,8 @@ from vignette_bench.stats import (
     VALUE_NAMES,
     CountStore,
     bh_qvalues,
+    check_clustering,
+    clustering_label,
     detectable,
     fisher_with_bh,
     indicator,
@@ -81,7 +83,7 @@ class Polarity(VignetteMetric):
         "candidate_sides",
         "candidate_clusters",
     )
-    OPTION_DEFAULTS = {"alpha": 0.05, "paper_overall": "dimension_mean"}
+    OPTION_DEFAULTS = {"alpha": 0.05, "paper_overall": "dimension_mean", "clustering": "two_way"}
 
     def _info(self) -> evaluate.MetricInfo:
         return metric_info(_DESCRIPTION, _KWARGS_DESCRIPTION, ("direction", "trait_dimension", "group"))
@@ -95,7 +97,8 @@ class Polarity(VignetteMetric):
         n_dim = len(store.vocabs["trait_dimension"].names)
         high_code = store.vocabs["direction"].index.get("high", -2)
         paper = _paper(cells, n_dim, high_code, opts["paper_overall"])
-        tests = _tests(frame, n_dim, high_code, alpha).reindex(paper["outs"])
+        crossed = check_clustering(opts["clustering"]) and bool((frame["pcluster"] != frame["cluster"]).any())
+        tests = _tests(frame, n_dim, high_code, alpha, crossed).reindex(paper["outs"])
         flag = paper["flag"].copy()
         flag[flag == ""] = tests["flag"].fillna("missing_component").to_numpy(object)[flag == ""]
         tested = flag == ""
@@ -135,6 +138,7 @@ class Polarity(VignetteMetric):
                 "n_significant_paper": int((out["q_value_paper"] < alpha).sum()),
                 "side_balanced": bool(len(out) and balanced.all()),
                 "ci_method": "cluster-robust t interval (CR2, Bell-McCaffrey df)",
+                "clustering": clustering_label(store.cluster_unit or "rows", crossed),
                 "test": "cluster-robust t (working-model CR2, Bell-McCaffrey df): side-balanced rate for high- minus "
                 "low-valence terms vs 0 (overall: the mean of the per-dimension nets of the dimensions where the "
                 "identity met both); BH within each trait dimension and within overall",
@@ -163,11 +167,10 @@ PAPER_COLUMNS = (
 )
 
 
-def _tests(frame: pd.DataFrame, n_dim: int, high_code: int, alpha: float) -> pd.DataFrame:
+def _tests(frame: pd.DataFrame, n_dim: int, high_code: int, alpha: float, crossed: bool = False) -> pd.DataFrame:
     """Cluster-robust tests per (identity, dimension) and overall, indexed by output code."""
-    g = frame.groupby(["identity", "trait_dimension", "direction", "cluster", "side"], sort=False, as_index=False)[
-        ["selected", "offered"]
-    ].sum()
+    keys = ["identity", "trait_dimension", "direction", "cluster", "side", *(["pcluster"] if crossed else [])]
+    g = frame.groupby(keys, sort=False, as_index=False)[["selected", "offered"]].sum()
     ident, dim = g["identity"].to_numpy(), g["trait_dimension"].to_numpy()
     low = (g["direction"].to_numpy() != high_code).astype(np.int64)
     base = pd.DataFrame(
@@ -178,8 +181,15 @@ def _tests(frame: pd.DataFrame, n_dim: int, high_code: int, alpha: float) -> pd.
             "n": g["offered"].to_numpy(),
         }
     )
+    if crossed:
+        base["partner_cluster"] = g["pcluster"].to_numpy()
     per_dim = side_balanced_contrasts(
-        base.assign(target=ident * (n_dim + 1) + dim, part=low), {0: 1.0, 1: -1.0}, 0.0, alpha, constant_parts=True
+        base.assign(target=ident * (n_dim + 1) + dim, part=low),
+        {0: 1.0, 1: -1.0},
+        0.0,
+        alpha,
+        constant_parts=True,
+        two_way=crossed,
     )
     # Overall: the mean of the nets of the dimensions where the identity has both high and low answers,
     # so identities with different sets of dimensions get different coefficients (one call per set).
@@ -192,7 +202,7 @@ def _tests(frame: pd.DataFrame, n_dim: int, high_code: int, alpha: float) -> pd.
         rows = np.isin(ident, members.index.to_numpy()) & np.isin(dim, dims)
         weights = {2 * d + s: (1.0 if s == 0 else -1.0) / len(dims) for d in dims for s in (0, 1)}
         sub = base[rows].assign(target=ident[rows] * (n_dim + 1) + n_dim, part=2 * dim[rows] + low[rows])
-        parts.append(side_balanced_contrasts(sub, weights, 0.0, alpha, constant_parts=True))
+        parts.append(side_balanced_contrasts(sub, weights, 0.0, alpha, constant_parts=True, two_way=crossed))
     return pd.concat(parts)
 
 
