@@ -441,7 +441,9 @@ def _design(family: str, dim: str, sf: dict, tested: pd.DataFrame | None) -> dic
         "family": family,
         "dimension": dim,
         "answer_mode": s.get("answer_mode", "choice"),
-        "cluster_unit": s.get("cluster_unit", ""),
+        # the clustering of the verdict tests, which names the unit: "two-way (own × partner render)",
+        # "one-way (own render)", "one-way (pair image)", ...
+        "cluster_unit": s.get("clustering") or s.get("cluster_unit", ""),
         "side_balanced": bool(s.get("side_balanced", False)),
         "refusal_p_value": s.get("refusal_p_value"),
         "left_choice_rate": _pct(s.get("left_choice_rate")),
