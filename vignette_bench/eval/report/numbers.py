@@ -252,10 +252,17 @@ class Numbers:
         if len(sel):
             sign = sel["family"].map(lambda f: FAMILY_DIRECTION.get(f.split("/")[-1], 0) or 1).astype(float)
             lo, hi = sign * sel["effect_low"], sign * sel["effect_high"]
+            # Seen on one side only (sides known): the module could not balance sides and its rate is the
+            # pooled one, confounded with the model's side preference, so it is not a test of bias.
+            share = pd.to_numeric(sel["left_share"], errors="coerce") if "left_share" in sel else np.nan
+            one_side = ((share <= 0) | (share >= 100)) & (sel["flag"].fillna("") == "")
             parts.append(
-                sel.assign(effect=sign * sel["effect"], ci_low=np.minimum(lo, hi), ci_high=np.maximum(lo, hi))[
-                    TEST_COLUMNS[:-1]
-                ]
+                sel.assign(
+                    effect=sign * sel["effect"],
+                    ci_low=np.minimum(lo, hi),
+                    ci_high=np.maximum(lo, hi),
+                    flag=np.where(one_side, POSITION_CONFOUNDED, sel["flag"].fillna("")),
+                )[TEST_COLUMNS[:-1]]
             )
         pol = self.polarity[self.polarity["trait_dimension"] == "overall"] if len(self.polarity) else self.polarity
         if len(pol):
@@ -281,6 +288,8 @@ class Numbers:
         return scores[order], sig
 
 
+# the flag of a family test whose identity stood on one side only (position-confounded, no verdict)
+POSITION_CONFOUNDED = "position_confounded"
 TEST_COLUMNS = [
     "identity",
     "dimension",
