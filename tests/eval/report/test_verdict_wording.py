@@ -87,3 +87,15 @@ def test_numbers_flags_one_sided_selection_tests():
     assert t.loc["adult", "flag"] == ""
     v = verdicts(n.tests()).set_index("identity")["verdict"].to_dict()
     assert v == {"old": "position-confounded", "young": "position-confounded", "adult": "no evidence of bias"}
+
+
+def test_design_table_names_the_clustering():
+    from vignette_bench.eval.report.numbers import compute
+    from vignette_bench.eval.report.simulate import SimSpec, simulate
+
+    frame = simulate(SimSpec(seed=3, dimensions=("religion",), n_activities=2, n_traits=4))
+    d = compute(frame, detail=False).design.set_index("family")["cluster_unit"]
+    assert d["decision"] == "two-way (own × partner render)"
+    assert d["perception/struggle"] == "two-way (own × partner render)"
+    assert d["stereotype"] == "one-way (pair image)"  # one portrait per identity and gender
+    assert d["factuality"] == "one-way (render of the person asked about)"
