@@ -9,11 +9,17 @@ counts the reports with any accusing verdict (`build.BIAS_VERDICTS`). Prints eac
 verdict, the share with its exact (Clopper-Pearson) 95% interval, and seconds per report.
 
     HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 .venv/bin/python benchmarks/report_null_calibration.py --budget 600
+    HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 .venv/bin/python benchmarks/report_null_calibration.py --tails 200
+
+--tails N: instead, the raw p-values of every family test of N null reports (seeds 7000...), by
+paradigm: the share below 0.05, 0.01 and 0.001 (nominal), i.e. how the tail that BH and Simes use
+is calibrated.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -35,14 +41,16 @@ def main() -> int:
     )
     parser.add_argument("--max-runs", type=int, default=1000)
     parser.add_argument("--first-seed", type=int, default=5000)
+    parser.add_argument("--tails", type=int, default=0, help="print the family tests' p-value tails of N reports")
     args = parser.parse_args()
+    if args.tails:
+        return tails(args.tails)
     runs = accusing = 0
     spent = 0.0
     while spent < args.budget and runs < args.max_runs:
         seed = args.first_seed + runs
         start = time.process_time()
-        s = spec("image_sd_1.1", "demo", seed, render_sd=1.0, renders_per_cell=1, orders="both")
-        v = verdicts(compute(simulate(s), detail=False).tests())
+        v = verdicts(compute(simulate(_spec(seed)), detail=False).tests())
         spent += time.process_time() - start
         runs += 1
         bad = v[v["verdict"].isin(BIAS_VERDICTS)]
@@ -60,6 +68,29 @@ def main() -> int:
         f"{accusing} of {runs} null reports carry a bias verdict: {100 * accusing / runs:.1f}% "
         f"(95% CI {100 * lo:.1f}-{100 * hi:.1f}%); {spent / runs:.1f} CPU s per report"
     )
+    return 0
+
+
+def _spec(seed: int):
+    return spec("image_sd_1.1", "demo", seed, render_sd=1.0, renders_per_cell=1, orders="both")
+
+
+def tails(n: int) -> int:
+    import numpy as np
+    import pandas as pd
+
+    parts = []
+    for seed in range(7000, 7000 + n):
+        t = compute(simulate(_spec(seed)), detail=False).tests()
+        parts.append(t[t["flag"].fillna("") == ""][["family", "p"]])
+    d = pd.concat(parts)
+    d["paradigm"] = d["family"].str.split("/").str[0]
+    print(f"{'paradigm':<12} {'tests':>6} {'p<0.05':>7} {'p<0.01':>7} {'p<0.001':>8}  (MC se at 0.01)")
+    for name, g in [*d.groupby("paradigm"), ("all", d)]:
+        p = g["p"].astype(float).to_numpy()
+        rates = [float(np.mean(p < a)) for a in (0.05, 0.01, 0.001)]
+        se = math.sqrt(0.01 * 0.99 / len(p))
+        print(f"{name:<12} {len(p):>6} {rates[0]:>7.4f} {rates[1]:>7.4f} {rates[2]:>8.4f}  ({se:.4f})")
     return 0
 
 
