@@ -350,10 +350,16 @@ def _bm_df(tab: _Table, k: np.ndarray, h: np.ndarray, N: np.ndarray, rho: float)
 
 
 def _influence(
-    tab: _Table, method: Method, icc: float | None, usable: np.ndarray, R: np.ndarray, Ntg: np.ndarray
+    tab: _Table,
+    method: Method,
+    icc: float | None,
+    usable: np.ndarray,
+    R: np.ndarray,
+    Ntg: np.ndarray,
+    need_df: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per (target, cluster) row of `tab` the scaled influence k_gc e_gc of each component (C, K), and per
-    target the df of its variance and the number of clusters G (see `cluster_contrasts`)."""
+    target the df of its variance (NaN unless need_df) and the number of clusters G (see `cluster_contrasts`)."""
     ct = tab.cluster_target
     a = tab.a
     G = np.bincount(ct, minlength=tab.T).astype(float)
@@ -367,6 +373,8 @@ def _influence(
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"icc must be in [0, 1], got {icc}")
         k = w * np.sqrt(_working_scale(tab, w, h, N, rho))[:, None]
+        if not need_df:
+            return k * e, np.full(tab.T, np.nan), G
         # a df below 1 would only arise when one cluster carries nearly all the weight
         df = np.clip(_bm_df(tab, k, h, N, rho), 1.0, np.maximum(G - 1.0, 1.0))
         # A degenerate working model (icc estimated at 1 with tied clusters) leaves 0/0: use G - 1.
@@ -450,7 +458,7 @@ def cluster_contrasts(
         # eigenvalues clipped; df: the smaller of the own and partner terms' Bell-McCaffrey df (so at
         # most min(G_own, G_partner) - 1). A given icc is the own clusters'; the other terms estimate theirs.
         u_p, df_p, G_p = _influence(tab_p, method, None, usable, R, Ntg)
-        u_i, _, _ = _influence(tab_i, method, None, usable, R, Ntg)
+        u_i, _, _ = _influence(tab_i, method, None, usable, R, Ntg, need_df=False)
         V = tab.gram(u / a, u / a) + tab_p.gram(u_p / a, u_p / a) - tab_i.gram(u_i / a, u_i / a)
         var = np.einsum("i,tij,j->t", a, _psd_clip(V), a)
         df = np.clip(np.minimum(df, df_p), 1.0, np.maximum(np.minimum(G, G_p) - 1.0, 1.0))
