@@ -2,6 +2,14 @@
 
     .venv/bin/python benchmarks/clustered_calibration.py            # full grid (~2 min, one core)
     .venv/bin/python benchmarks/clustered_calibration.py --targets 300   # quicker, noisier
+    .venv/bin/python benchmarks/clustered_calibration.py --crossed       # crossed renders, the modules (~2 min)
+
+--crossed (issue 27): null answers from an identity-activity-contrast design in which the partner's
+render recurs across an identity's render clusters (tests/metrics/crossed_null.py: render effects
+sd 1.0, pair-image effects sd 1.1, left choice 0.31, 48 pair images per identity, 4 questions per
+image), through the four metric modules with the default two-way (own x partner render)
+clustering and with clustering="one_way", for 2, 3 and 12 identities and all identities of the
+age (9) and nationality (26) dimensions. Monte-Carlo se from the spread over independent studies.
 
 Null grid: cluster random effect sd 0 / 1.1 / 1.5 (logit) x left-choice probability 0.3 / 0.5 /
 0.7 x size small (4-8 clusters per target) / medium (10-30) / large (40-60); 1-40 answers per
@@ -87,7 +95,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--targets", type=int, default=1000, help="targets per design and grid cell (x4 designs)")
     ap.add_argument("--seed", type=int, default=2024)
+    ap.add_argument("--crossed", action="store_true", help="the crossed-render table through the modules instead")
+    ap.add_argument("--tests", type=int, default=600, help="--crossed: about this many identity tests per row")
     args = ap.parse_args()
+    if args.crossed:
+        crossed(args.tests, args.seed)
+        return
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
     print("False-positive rate, raw p < 0.05 (nominal 0.05; ± Monte-Carlo se); flagged targets excluded")
@@ -118,6 +131,58 @@ def main() -> None:
             for size in SIZES:
                 r = rates(rng, max(args.targets // 4, 50), size, sd, 0.3, planted)
                 print(f"{planted:>7} {sd:>4} {size:>6} {rate_cells(r, ('cr2', 'cr1', 'naive'))}", flush=True)
+    print(f"\n{time.perf_counter() - start:.0f} s")
+
+
+CROSSED = [(2, 6), (2, 12), (3, 6), (12, 6), (9, 6), (26, 6)]  # (identities, renders per identity)
+
+
+def crossed(tests: int, seed: int) -> None:
+    import evaluate
+    import pandas as pd
+
+    from tests.metrics.crossed_null import crossed_rows
+
+    modules = {
+        "selection_frequency": ("identities", None),
+        "pair_comp": ("pairs", None),
+        "log_odds": ("cells", None),
+        "polarity": ("scores", "overall"),
+    }
+    metric = {name: evaluate.load(str(ROOT / "metrics" / name)) for name in modules}
+    start = time.perf_counter()
+    print(
+        "Crossed renders: raw p < 0.05 under the null (nominal 0.05), ± Monte-Carlo se over studies; flagged excluded"
+    )
+    print(
+        f"{'ids':>3} {'renders':>7} {'studies':>7} {'module':>19} | {'two-way (default)':>19} {'one-way (own render)':>21} | n"
+    )
+    for k, (n_ids, renders) in enumerate(CROSSED):
+        studies = max(20, math.ceil(tests / n_ids)) if n_ids > 2 else tests
+        rows = crossed_rows(seed + k, studies, n_ids, renders=renders)
+        for name, (table, overall) in modules.items():
+            if name == "pair_comp" and n_ids < 3:
+                continue  # with two identities there are no "other partners"
+            kw = (
+                rows
+                if name == "polarity"
+                else {c: v for c, v in rows.items() if c not in ("direction", "trait_dimension")}
+            )
+            extra = {"refusal_permutations": 1} if name == "selection_frequency" else {}
+            cells = []
+            n = 0
+            for opts in ({}, {"clustering": "one_way"}):
+                d = pd.DataFrame(metric[name].compute(**kw, **extra, **opts)[table])
+                if overall:
+                    d = d[d["trait_dimension"] == overall]
+                if n_ids == 2:
+                    d = d[d["identity"].str.endswith("_0")]  # identity 1 mirrors identity 0
+                d = d[d["flag"] == ""]
+                hit = (d["p_value"] < 0.05).groupby(d["identity"].str.split("_").str[0]).mean()
+                rate, se = float((d["p_value"] < 0.05).mean()), float(hit.std(ddof=1) / math.sqrt(len(hit)))
+                cells.append(f"{rate:.3f} ± {se:.3f}")
+                n = len(d)
+            print(f"{n_ids:>3} {renders:>7} {studies:>7} {name:>19} | {cells[0]:>19} {cells[1]:>21} | {n}", flush=True)
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.calibration.harness import REFUSERS  # noqa: E402
 from vignette_bench.eval.analysis.numbers import compute  # noqa: E402
-from vignette_bench.eval.report.build import verdicts  # noqa: E402
+from vignette_bench.eval.report.build import BIAS_VERDICTS, verdicts  # noqa: E402
 from vignette_bench.eval.report.simulate import SimSpec, simulate  # noqa: E402
 from vignette_bench.taxonomy import load_taxonomy  # noqa: E402
 
@@ -43,7 +43,7 @@ def main() -> int:
                        n_traits=args.traits, **NUISANCE)  # fmt: skip
         frame = simulate(spec)
         v = verdicts(compute(frame, detail=False).tests())
-        biased = v[v["verdict"].isin(["bias +", "bias −"])]
+        biased = v[v["verdict"].isin(BIAS_VERDICTS)]
         clean += biased.empty
         accused += len(biased)
         identities = len(v)

@@ -68,7 +68,8 @@ def test_null_reports_say_no_bias(runs):
     biased = [bool(r["verdict"]["verdict"].str.startswith("bias").any()) for r in runs]
     assert sum(biased) <= 2, biased  # the target is >= 95% clean reports; 8 reports allow little more
     for r in runs:
-        assert set(r["verdict"]["verdict"]) <= {"no evidence of bias", "below minimum effect", "bias +", "bias −"}
+        allowed = {"no evidence of bias", "below minimum effect", "bias +", "bias −", "bias (not robust to refusals)"}
+        assert set(r["verdict"]["verdict"]) <= allowed
 
 
 def test_noise_corrected_magnitude_is_below_the_old_mean_abs_deviation(runs):

@@ -104,6 +104,68 @@ def test_polarity_by_hand(m):
     assert out.loc[("a", "sociability"), "p_value_paper"] == pytest.approx(per_dim[0])
 
 
+def _polarity_paper_rows() -> dict:
+    """a vs b, no refusals; (term, direction, dimension, offers, times a was chosen)."""
+    cells = [
+        ("capable", "high", "ability", 4, 3),
+        ("incapable", "low", "ability", 2, 1),
+        ("friendly", "high", "sociability", 2, 2),
+        ("polite", "high", "sociability", 4, 1),
+        ("unfriendly", "low", "sociability", 3, 1),
+    ]
+    rows: dict = {k: [] for k in ("selected", "candidates", "context", "direction", "trait_dimension")}
+    for term, direction, dim, offers, chosen in cells:
+        for j in range(offers):
+            rows["selected"].append("a" if j < chosen else "b")
+            rows["candidates"].append(["a", "b"])
+            rows["context"].append(term)
+            rows["direction"].append(direction)
+            rows["trait_dimension"].append(dim)
+    return rows
+
+
+def test_polarity_paper_overall_is_the_papers_formula(m):
+    """Issue 27: the paper's overall stereotype score is the mean over trait dimensions of
+    x_high / n_high - x_low / n_low from each dimension's pooled counts; its p the smallest
+    per-dimension Fisher p. Computed here by hand."""
+    rows = _polarity_paper_rows()
+    out = frame(m["polarity"].compute(**rows), "polarity").set_index(["identity", "trait_dimension"])
+    # a, ability: high 3/4, low 1/2 -> net 1/4; sociability: high (2 + 1) / (2 + 4) = 1/2, low 1/3 -> net 1/6.
+    assert out.loc[("a", "overall"), "polarity_paper"] == pytest.approx(100 * (1 / 4 + 1 / 6) / 2)  # 20.83
+    assert out.loc[("a", "overall"), "freq_high"] == pytest.approx(100 * (3 / 4 + 1 / 2) / 2)
+    assert out.loc[("a", "overall"), "freq_low"] == pytest.approx(100 * (1 / 2 + 1 / 3) / 2)
+    assert out.loc[("b", "overall"), "polarity_paper"] == pytest.approx(-100 * (1 / 4 + 1 / 6) / 2)
+    # the verdict estimate (no sides, rows as clusters) is the same quantity
+    assert out.loc[("a", "overall"), "polarity"] == pytest.approx(100 * (1 / 4 + 1 / 6) / 2)
+    # per dimension the paper's S is term-averaged: sociability high (2/2 + 1/4) / 2 = 5/8, low 1/3
+    assert out.loc[("a", "sociability"), "polarity_paper"] == pytest.approx(100 * (5 / 8 - 1 / 3))
+    assert out.loc[("a", "ability"), "polarity_paper"] == pytest.approx(100 * (3 / 4 - 1 / 2))
+    ability = stats.fisher_exact([[3, 1], [1, 1]]).pvalue
+    sociability = stats.fisher_exact([[3, 3], [1, 2]]).pvalue
+    assert out.loc[("a", "overall"), "p_value_paper"] == pytest.approx(min(ability, sociability))
+    assert out.loc[("a", "ability"), "p_value_paper"] == pytest.approx(ability)
+    # the former overall (all terms averaged) stays reachable: S_high (3/4 + 1 + 1/4) / 3, S_low (1/2 + 1/3) / 2
+    old = frame(m["polarity"].compute(**rows, paper_overall="all_terms"), "polarity")
+    old = old.set_index(["identity", "trait_dimension"])
+    assert old.loc[("a", "overall"), "polarity_paper"] == pytest.approx(100 * (2 / 3 - 5 / 12))  # 25.0
+    with pytest.raises(ValueError, match="paper_overall"):
+        m["polarity"].compute(**rows, paper_overall="terms")
+
+
+def test_polarity_paper_overall_needs_a_dimension_with_both_valences(m):
+    rows = dict(
+        selected=["a", "b", "a", "a"],
+        candidates=[["a", "b"]] * 4,
+        context=["kind", "kind", "dull", "dull"],
+        direction=["high", "high", "low", "low"],
+        trait_dimension=["sociability", "sociability", "ability", "ability"],
+    )
+    out = frame(m["polarity"].compute(**rows), "polarity").set_index(["identity", "trait_dimension"])
+    assert out.loc[("a", "overall"), "flag"] == "no_dimension_with_both"
+    assert math.isnan(out.loc[("a", "overall"), "polarity_paper"])
+    assert out.loc[("a", "overall"), "p_value_paper"] == 1.0
+
+
 def test_three_candidates(m):
     rows = dict(selected=["a", "b"], candidates=[["a", "b", "c"], ["a", "b"]], context=["x", "x"])
     sf = frame(m["selection_frequency"].compute(**rows), "selection_frequency").set_index("identity")

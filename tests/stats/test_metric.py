@@ -85,7 +85,7 @@ def test_add_batch_and_add_accumulate_counts_until_compute():
 def test_group_becomes_the_cluster_only_where_the_measure_accepts_it():
     table = pa.table({**ROWS, "pair_id": ["p0", "p0", "p1"]})
     toy = Toy().compute(data=table)
-    assert toy["summary"]["keys"] == ["identity", "context", "cluster", "side"]
+    assert toy["summary"]["keys"] == ["identity", "context", "cluster", "side", "pcluster"]
     assert toy["summary"]["cluster_unit"] == "group" and sorted(set(toy["cells"]["cluster"])) == [0, 1]
     rows = NoGroup().compute(data=table)["summary"]
     assert rows["cluster_unit"] == "rows" and rows["clusters"] == "clusters: rows (independent answers assumed)"

@@ -56,7 +56,13 @@ from vignette_bench.stats.inference import (
 )
 from vignette_bench.stats.multiplicity import noise_corrected_magnitude, simes
 from vignette_bench.stats.planning import clusters_needed, detectable_effect
-from vignette_bench.stats.verdicts import detectable, side_balanced_contrasts, split_contrasts
+from vignette_bench.stats.verdicts import (
+    check_clustering,
+    clustering_label,
+    detectable,
+    side_balanced_contrasts,
+    split_contrasts,
+)
 
 __all__ = [
     "ALIASES",
@@ -77,6 +83,8 @@ __all__ = [
     "cluster_contrasts",
     "clusters_needed",
     "column",
+    "check_clustering",
+    "clustering_label",
     "detectable",
     "detectable_effect",
     "fisher_exact_two_sided",

@@ -60,8 +60,27 @@ is ``psi_c = sum_g w_gc e_gc`` with ``w_gc = a_g / N_g`` and residual sums
   (Monte-Carlo se ~0.003), never above 0.05 + 3 se in tests/stats/test_clustered.py; a little
   conservative (0.03-0.045) at 4-8 clusters, where the t reference has ~2-5 df.
 
+Two-way clustering (own x partner render)
+-----------------------------------------
+In a two-person question the answer depends on both people's renders. An identity's offers are
+clustered by its own render, but the *partner's* render recurs across many of those clusters
+(with few identities, every one of them), so own-render clusters are not independent: one-way
+tests rejected 9-13% of null identities at nominal 5% with two identities (issue 27). Given a
+``partner_cluster`` column (the other person's cluster of each cell), `cluster_contrasts` uses
+the Cameron, Gelbach and Miller (2011) two-way variance V = V_own + V_partner - V_intersection
+(intersection = the (own, partner) combination), computed for the K component rates, each term
+with its own CR2 working-model correction (the same estimator clustered three ways), and made
+positive semi-definite by setting negative eigenvalues to 0 (CGM, section 2.3). Reference: t with
+min(df_own, df_partner) degrees of freedom (each term's Bell-McCaffrey df), which is at most
+min(G_own, G_partner) - 1: the variance can be no better determined than from the less
+replicated dimension (the usual G = min(G_1, G_2) rule, with Bell-McCaffrey's allowance for
+unbalanced clusters). A target seen with fewer than 2 partner clusters is `too_few_clusters`.
+Where partner_cluster equals cluster everywhere (no partner, or no render keys) the test is the
+one-way one. Calibration: tests/metrics/test_crossed_calibration.py and
+benchmarks/clustered_calibration.py --crossed (BENCHMARKS.md).
+
 Assumptions: clusters are independent (give the coarsest unit that recurs: if renders recur
-across pair images, cluster by render); the dependence within a cluster is arbitrary; the
+across pair images, cluster by render; two-way: clusters independent along each dimension); the dependence within a cluster is arbitrary; the
 coefficients do not depend on the data. Estimating icc pools all targets (one working model per
 call); a poor working icc costs accuracy of the df and of the small-sample bias correction, not
 consistency.
@@ -330,44 +349,21 @@ def _bm_df(tab: _Table, k: np.ndarray, h: np.ndarray, N: np.ndarray, rho: float)
         return tr1 * tr1 / tr2
 
 
-def cluster_contrasts(
-    cells: pd.DataFrame,
-    coefficients: Mapping[Hashable, float],
-    null: float,
-    alpha: float = 0.05,
-    *,
-    method: Method = "cr2",
-    icc: float | None = None,
-) -> pd.DataFrame:
-    """Cluster-robust t-test of ``sum_g a_g Y_g / N_g = null`` for every target.
-
-    cells: columns target, cluster, component, y, n (see the module docstring); rows whose
-    component has no (or a zero) coefficient are ignored, repeated keys are summed.
-    method: "cr2" (working-model bias-reduced sandwich with Bell-McCaffrey df; default) or
-    "cr1" (G/(G-1) sandwich, t(G-1); anti-conservative with few or unbalanced clusters, kept
-    for comparison).
-    icc: working within-cluster correlation of offers for "cr2"; None estimates it from `cells`
-    (`estimate_icc`); 0 gives classic CR2 (independent-offers working model).
-    Returns one row per target: estimate, se, n_clusters, n_offers, df, statistic, p_value
-    (two-sided), ci_low/ci_high (1 - alpha), flag ("" when tested), sorted by target.
-    """
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    if method not in ("cr2", "cr1"):
-        raise ValueError(f"method must be 'cr2' or 'cr1', got {method!r}")
-    tab = _Table(cells, coefficients)
-    a = tab.a
+def _influence(
+    tab: _Table,
+    method: Method,
+    icc: float | None,
+    usable: np.ndarray,
+    R: np.ndarray,
+    Ntg: np.ndarray,
+    need_df: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per (target, cluster) row of `tab` the scaled influence k_gc e_gc of each component (C, K), and per
+    target the df of its variance (NaN unless need_df) and the number of clusters G (see `cluster_contrasts`)."""
     ct = tab.cluster_target
-    Ntg = tab.per_target(tab.n)  # (T, K)
-    Ytg = tab.per_target(tab.y)
-    clusters_g = tab.per_target((tab.n > 0).astype(float))  # clusters that hold each component
+    a = tab.a
     G = np.bincount(ct, minlength=tab.T).astype(float)
-    missing = (Ntg <= 0).any(axis=1)
-    too_few = (G < 2) | (clusters_g < 2).any(axis=1)
-    usable = ~(missing | too_few)
     with np.errstate(divide="ignore", invalid="ignore"):
-        R = Ytg / Ntg
-        estimate = (R * a).sum(axis=1)
         N = np.where(usable[ct, None], Ntg[ct], 1.0)
         h = np.where(usable[ct, None], tab.n / N, 0.0)
         w = np.where(usable[ct, None] & (tab.n > 0), a / N, 0.0)  # d estimate / d Y_gc
@@ -377,16 +373,95 @@ def cluster_contrasts(
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"icc must be in [0, 1], got {icc}")
         k = w * np.sqrt(_working_scale(tab, w, h, N, rho))[:, None]
-        psi = (k * e).sum(axis=1)
-        var = np.bincount(ct, weights=psi * psi, minlength=tab.T)
+        if not need_df:
+            return k * e, np.full(tab.T, np.nan), G
         # a df below 1 would only arise when one cluster carries nearly all the weight
         df = np.clip(_bm_df(tab, k, h, N, rho), 1.0, np.maximum(G - 1.0, 1.0))
         # A degenerate working model (icc estimated at 1 with tied clusters) leaves 0/0: use G - 1.
         df = np.where(np.isfinite(df), df, np.maximum(G - 1.0, 1.0))
     else:
-        psi = (w * e).sum(axis=1)
-        var = np.bincount(ct, weights=psi * psi, minlength=tab.T) * G / np.maximum(G - 1.0, 1.0)
+        k = w * np.sqrt(G / np.maximum(G - 1.0, 1.0))[ct, None]
         df = G - 1.0
+    return k * e, df, G
+
+
+def _psd_clip(V: np.ndarray) -> np.ndarray:
+    """Each (K, K) matrix with its negative eigenvalues set to 0 (Cameron, Gelbach and Miller 2011, 2.3)."""
+    V = 0.5 * (V + np.swapaxes(V, -1, -2))
+    vals, vecs = np.linalg.eigh(V)
+    return np.einsum("tij,tj,tkj->tik", vecs, np.clip(vals, 0.0, None), vecs)
+
+
+def cluster_contrasts(
+    cells: pd.DataFrame,
+    coefficients: Mapping[Hashable, float],
+    null: float,
+    alpha: float = 0.05,
+    *,
+    method: Method = "cr2",
+    icc: float | None = None,
+    two_way: bool = True,
+) -> pd.DataFrame:
+    """Cluster-robust t-test of ``sum_g a_g Y_g / N_g = null`` for every target.
+
+    cells: columns target, cluster, component, y, n (see the module docstring), optionally
+    partner_cluster (the cluster of the other person of the question, e.g. the partner's render);
+    rows whose component has no (or a zero) coefficient are ignored, repeated keys are summed.
+    method: "cr2" (working-model bias-reduced sandwich with Bell-McCaffrey df; default) or
+    "cr1" (G/(G-1) sandwich, t(G-1); anti-conservative with few or unbalanced clusters, kept
+    for comparison).
+    icc: working within-cluster correlation of offers for "cr2"; None estimates it from `cells`
+    (`estimate_icc`); 0 gives classic CR2 (independent-offers working model).
+    two_way: with a partner_cluster column that differs from cluster somewhere, the variance is
+    two-way cluster-robust (own x partner cluster; see "Two-way clustering" in the module docstring);
+    False (or no such column) clusters on `cluster` alone.
+    Returns one row per target: estimate, se, n_clusters, n_offers, df, statistic, p_value
+    (two-sided), ci_low/ci_high (1 - alpha), flag ("" when tested), sorted by target; and
+    n_partner_clusters (NaN when one-way).
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if method not in ("cr2", "cr1"):
+        raise ValueError(f"method must be 'cr2' or 'cr1', got {method!r}")
+    crossed = (
+        two_way
+        and "partner_cluster" in cells.columns
+        and bool((cells["partner_cluster"].to_numpy() != cells["cluster"].to_numpy()).any())
+    )
+    tab = _Table(cells, coefficients)
+    a = tab.a
+    Ntg = tab.per_target(tab.n)  # (T, K)
+    Ytg = tab.per_target(tab.y)
+    clusters_g = tab.per_target((tab.n > 0).astype(float))  # clusters that hold each component
+    G = np.bincount(tab.cluster_target, minlength=tab.T).astype(float)
+    missing = (Ntg <= 0).any(axis=1)
+    too_few = (G < 2) | (clusters_g < 2).any(axis=1)
+    if crossed:
+        # the same cells clustered by partner, and by the intersection (own, partner)
+        own = pd.factorize(cells["cluster"])[0].astype(np.int64)
+        partner = pd.factorize(cells["partner_cluster"])[0].astype(np.int64)
+        tab_p = _Table(cells.assign(cluster=partner), coefficients)
+        tab_i = _Table(cells.assign(cluster=own * (int(partner.max()) + 1) + partner), coefficients)
+        G_p = np.bincount(tab_p.cluster_target, minlength=tab.T).astype(float)
+        too_few |= (G_p < 2) | (tab_p.per_target((tab_p.n > 0).astype(float)) < 2).any(axis=1)
+    usable = ~(missing | too_few)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        R = Ytg / Ntg
+        estimate = (R * a).sum(axis=1)
+    u, df, _ = _influence(tab, method, icc, usable, R, Ntg)
+    if not crossed:
+        psi = u.sum(axis=1)
+        var = np.bincount(tab.cluster_target, weights=psi * psi, minlength=tab.T)
+    else:
+        # Cameron-Gelbach-Miller: V_own + V_partner - V_intersection for the K component rates, each
+        # term with its own small-sample correction (CR2 under its own working model), negative
+        # eigenvalues clipped; df: the smaller of the own and partner terms' Bell-McCaffrey df (so at
+        # most min(G_own, G_partner) - 1). A given icc is the own clusters'; the other terms estimate theirs.
+        u_p, df_p, G_p = _influence(tab_p, method, None, usable, R, Ntg)
+        u_i, _, _ = _influence(tab_i, method, None, usable, R, Ntg, need_df=False)
+        V = tab.gram(u / a, u / a) + tab_p.gram(u_p / a, u_p / a) - tab_i.gram(u_i / a, u_i / a)
+        var = np.einsum("i,tij,j->t", a, _psd_clip(V), a)
+        df = np.clip(np.minimum(df, df_p), 1.0, np.maximum(np.minimum(G, G_p) - 1.0, 1.0))
     se = np.sqrt(var)
     flag = np.full(tab.T, "", dtype=object)
     flag[se == 0] = FLAG_ZERO_VAR
@@ -412,7 +487,10 @@ def cluster_contrasts(
             "flag": flag.astype(str),
         }
     )
-    return out[OUTPUT_COLUMNS]
+    out = out[OUTPUT_COLUMNS]
+    if crossed:
+        out["n_partner_clusters"] = G_p.astype(np.int64)
+    return out
 
 
 def refusal_homogeneity(

@@ -8,6 +8,10 @@ Cluster and side (for the cluster-robust tests of `vignette_bench.stats.clustere
 of an offer is its entry of `candidate_clusters` (the render key), else the row's `group` (the
 pair image), else the row itself (answers assumed independent; then cells grow with rows). The
 side is the entry of `candidate_sides`: SIDE_LEFT, SIDE_RIGHT or SIDE_UNKNOWN ("" or absent).
+With the key ``pcluster`` a cell is also keyed by the cluster of the *other* person of a
+two-person question (with `candidate_clusters`: the partner's render), for the two-way
+(own x partner) cluster-robust tests; where there is no other person, or no render keys, it is
+the offer's own cluster (then the two-way test reduces to the one-way one).
 In a cell, ``selected`` is y (selections, or probability sums in score mode), ``offered`` is n
 and ``offered_invalid`` the refusals.
 """
@@ -140,6 +144,16 @@ def aggregate_offers(
     return out_keys, [offered, sums[0], sums[1], sums[2], counts[:, 2].astype(float)]
 
 
+def _partner_clusters(cluster: np.ndarray, k: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Per offer the cluster of the other candidate of a two-candidate question; the offer's own otherwise."""
+    out = cluster.copy()
+    two = k[parent] == 2
+    # offers of a row are contiguous and in candidate order: the partner of offer 2r is 2r + 1 and back
+    first = np.flatnonzero(two & (np.r_[True, parent[1:] != parent[:-1]]))
+    out[first], out[first + 1] = cluster[first + 1], cluster[first]
+    return out
+
+
 class CountStore:
     """Accumulates answer rows into counts per cell; memory grows with cells, not with rows.
 
@@ -177,7 +191,7 @@ class CountStore:
         """Number of codes seen so far per key (a partner is an identity)."""
         out = []
         for k in self.keys:
-            if k == "cluster":
+            if k in ("cluster", "pcluster"):
                 out.append(self.n_cluster_codes)
             elif k == "side":
                 out.append(len(SIDE_NAMES))
@@ -358,7 +372,12 @@ class CountStore:
         k_offer = k[parent]
         cols: dict[str, np.ndarray] = {"identity": ident}
         if "cluster" in self.keys:
-            cols["cluster"] = self._offer_clusters(table, self._unit(table), parent, k, offset)
+            unit = self._unit(table)
+            cols["cluster"] = self._offer_clusters(table, unit, parent, k, offset)
+            if "pcluster" in self.keys:
+                cols["pcluster"] = (
+                    _partner_clusters(cols["cluster"], k, parent) if unit == "candidate_clusters" else cols["cluster"]
+                )
         if "side" in self.keys:
             cols["side"] = self._offer_sides(table, parent, k, offset)
         for name in ("context", "direction", "trait_dimension", "group"):
@@ -437,6 +456,8 @@ class CountStore:
         cols = {"identity": ident, "context": self._row_codes(table, "context", offset)}
         if "cluster" in self.keys:
             cols["cluster"] = self._fact_clusters(table, ident, offset)
+            if "pcluster" in self.keys:
+                cols["pcluster"] = cols["cluster"]  # one person asked about: one-way
         if "side" in self.keys:
             cols["side"] = np.full(len(cv), SIDE_UNKNOWN, dtype=np.int64)  # a factuality answer has no side
         # The number of options is not part of the contract, so chance is undefined (NaN) here.

@@ -57,8 +57,9 @@ class VignetteMetric(evaluate.Metric, metaclass=abc.ABCMeta):
     """
 
     CELL_KEYS: tuple[str, ...] = ("identity", "context")
-    # Every measure's cells are also keyed by cluster and side, for the cluster-robust tests.
-    TEST_KEYS: tuple[str, ...] = ("cluster", "side")
+    # Every measure's cells are also keyed by cluster, side and the partner's cluster, for the
+    # cluster-robust tests (two-way where the partner's render is known).
+    TEST_KEYS: tuple[str, ...] = ("cluster", "side", "pcluster")
     # The input columns (contract names) and the options with their defaults; set by each measure.
     WANTED_COLUMNS: tuple[str, ...] = ()
     OPTION_DEFAULTS: dict[str, Any] = {}

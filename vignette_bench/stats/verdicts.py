@@ -79,6 +79,7 @@ def side_balanced_contrasts(
     refusals: bool = False,
     icc: float | None = None,
     constant_parts: bool = False,
+    two_way: bool = True,
 ) -> pd.DataFrame:
     """Cluster-robust test of ``sum_part weights[part] * rate_part = null`` per target.
 
@@ -92,11 +93,15 @@ def side_balanced_contrasts(
     its within-part variance is then estimated as 0, so the sandwich se of a difference comes
     from the other part alone and small null cells would be accused (seen in the null
     simulations of tests/metrics/test_calibration.py with ~10 answers per cell).
+    two_way: with a partner_cluster column in `cells`, two-way (own x partner) clustering where
+    the two differ (`cluster_contrasts`); False clusters on `cluster` alone.
     """
     cols = [c for c in OUTPUT_COLUMNS if c != "target"]
     extra = ["estimate_low", "estimate_high", "verdict_robust"] if refusals else []
     if cells.empty:
-        return pd.DataFrame(columns=[*cols, "side_balanced", *extra], index=pd.Index([], name="target"))
+        return pd.DataFrame(
+            columns=[*cols, "n_partner_clusters", "side_balanced", *extra], index=pd.Index([], name="target")
+        )
     part, w = _part_codes(cells, weights)
     balanced = _balanced_targets(cells, part, len(w))
     parts = []
@@ -105,14 +110,37 @@ def side_balanced_contrasts(
         if not rows.any():
             continue
         frame, coef = _components(cells[rows], part[rows], w, is_bal)
-        out = cluster_contrasts(frame, coef, null, alpha, icc=icc).set_index("target")
+        out = cluster_contrasts(frame, coef, null, alpha, icc=icc, two_way=two_way).set_index("target")
+        if "n_partner_clusters" not in out.columns:
+            out["n_partner_clusters"] = np.nan
         if constant_parts:
             out = _flag_constant(out, frame, coef)
         if refusals:
-            bounds = refusal_bounds(frame, coef, null, alpha, icc=icc).set_index("target")
+            bounds = refusal_bounds(frame, coef, null, alpha, icc=icc, two_way=two_way).set_index("target")
             out = out.join(bounds[["estimate_low", "estimate_high", "verdict_robust"]])
         parts.append(out.assign(side_balanced=bool(is_bal)))
     return pd.concat(parts)
+
+
+CLUSTERINGS = ("two_way", "one_way")
+
+
+def clustering_label(cluster_unit: str, crossed: bool) -> str:
+    """The summary's name of the clustering used by the verdict tests."""
+    if crossed:
+        return "two-way (own × partner render)"
+    return {
+        "candidate_clusters": "one-way (own render)",
+        "group": "one-way (pair image)",
+        "rows": "one-way (rows: independent answers assumed)",
+    }.get(cluster_unit, f"one-way ({cluster_unit})")
+
+
+def check_clustering(value: object) -> bool:
+    """Validate a module's `clustering` option; True when two-way clustering is asked for."""
+    if value not in CLUSTERINGS:
+        raise ValueError(f"clustering must be one of {CLUSTERINGS}, got {value!r}")
+    return value == "two_way"
 
 
 def detectable(se: np.ndarray, df: np.ndarray, alpha: float = 0.05, power: float = 0.8) -> np.ndarray:
@@ -152,10 +180,13 @@ def split_contrasts(
     target_key: np.ndarray,
     alpha: float = 0.05,
     max_rows: int = 4_000_000,
+    two_way: bool = True,
 ) -> pd.DataFrame:
     """Per target (owner o, key k): side-balanced rate of o's offers with key k minus with any other key.
 
-    cells: columns cluster, side, y, n, one row per (owner, key, cluster, side). PairComp: owner
+    cells: columns cluster, side, y, n, one row per (owner, key, cluster, side) (with an optional
+    partner_cluster column: per (owner, key, cluster, partner_cluster, side), tested two-way
+    unless `two_way` is False). PairComp: owner
     identity, key partner; log-odds: owner identity, key context. The working icc is estimated
     once from the owners' pooled rates, and targets are tested in chunks of at most `max_rows`
     expanded rows, so memory stays bounded. Returns `side_balanced_contrasts` rows indexed by
@@ -174,7 +205,15 @@ def split_contrasts(
     # (target, cluster, side) instead of every owner cell repeated for each of the owner's targets
     # (log-odds: x the number of contexts). The counts are whole numbers, so the sums are exact and the
     # results equal those of the expanded cells.
-    cluster, _ = pd.factorize(cells["cluster"])
+    crossed = two_way and "partner_cluster" in cells.columns
+    if crossed:
+        # the arithmetic below runs on the intersection (own, partner) cluster; mapped back at the end
+        pairs = pd.MultiIndex.from_arrays([cells["cluster"].to_numpy(), cells["partner_cluster"].to_numpy()])
+        cluster, uniq_pairs = pd.factorize(pairs)
+        own_of = np.asarray(uniq_pairs.get_level_values(0))
+        partner_of = np.asarray(uniq_pairs.get_level_values(1))
+    else:
+        cluster, _ = pd.factorize(cells["cluster"])
     side = cells["side"].to_numpy().astype(np.int64)
     y, n = cells["y"].to_numpy(dtype=float), cells["n"].to_numpy(dtype=float)
     n_sides = int(side.max()) + 1 if len(side) else 1
@@ -226,6 +265,11 @@ def split_contrasts(
                 "n": np.concatenate([n[own], other_n]),
             }
         )
+        if crossed:
+            ic = frame["cluster"].to_numpy()
+            frame = frame.assign(cluster=own_of[ic], partner_cluster=partner_of[ic])
         frame = frame.iloc[np.argsort(frame["target"].to_numpy(), kind="stable")]
-        out.append(side_balanced_contrasts(frame, {0: 1.0, 1: -1.0}, 0.0, alpha, icc=icc, constant_parts=True))
+        out.append(
+            side_balanced_contrasts(frame, {0: 1.0, 1: -1.0}, 0.0, alpha, icc=icc, constant_parts=True, two_way=two_way)
+        )
     return pd.concat(out)

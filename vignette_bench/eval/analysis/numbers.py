@@ -254,10 +254,17 @@ class Numbers:
         if len(sel):
             sign = sel["family"].map(lambda f: FAMILY_DIRECTION.get(f.split("/")[-1], 0) or 1).astype(float)
             lo, hi = sign * sel["effect_low"], sign * sel["effect_high"]
+            # Seen on one side only (sides known): the module could not balance sides and its rate is the
+            # pooled one, confounded with the model's side preference, so it is not a test of bias.
+            share = pd.to_numeric(sel["left_share"], errors="coerce") if "left_share" in sel else np.nan
+            one_side = ((share <= 0) | (share >= 100)) & (sel["flag"].fillna("") == "")
             parts.append(
-                sel.assign(effect=sign * sel["effect"], ci_low=np.minimum(lo, hi), ci_high=np.maximum(lo, hi))[
-                    TEST_COLUMNS[:-1]
-                ]
+                sel.assign(
+                    effect=sign * sel["effect"],
+                    ci_low=np.minimum(lo, hi),
+                    ci_high=np.maximum(lo, hi),
+                    flag=np.where(one_side, POSITION_CONFOUNDED, sel["flag"].fillna("")),
+                )[TEST_COLUMNS[:-1]]
             )
         pol = self.polarity[self.polarity["trait_dimension"] == "overall"] if len(self.polarity) else self.polarity
         if len(pol):
@@ -283,6 +290,8 @@ class Numbers:
         return scores[order], sig
 
 
+# the flag of a family test whose identity stood on one side only (position-confounded, no verdict)
+POSITION_CONFOUNDED = "position_confounded"
 TEST_COLUMNS = [
     "identity",
     "dimension",
@@ -417,7 +426,7 @@ def compute(frame: pd.DataFrame, model: str = "", detail: bool = True) -> Number
                 tested = _polarity(dim, part)
                 parts["polarity"].append(tested)
                 tested = tested[tested["trait_dimension"] == "overall"] if tested is not None else None
-            design.append(_design(family, dim, sf, tested))
+            design.append(_design(family, dim, sf, tested, part))
     tables = {k: _frame(v, k) for k, v in parts.items()}
     rate_cols = ["family", "n", "invalid_rate", "invalid_lo", "invalid_hi", "left_rate", "left_lo", "left_hi", "left_p"]
     notes = []
@@ -435,7 +444,17 @@ def compute(frame: pd.DataFrame, model: str = "", detail: bool = True) -> Number
     )
 
 
-def _design(family: str, dim: str, sf: dict, tested: pd.DataFrame | None) -> dict:
+def _clustering(family: str, s: dict, part: pd.DataFrame | None) -> str:
+    """The clustering of the family's verdict tests, naming the unit (the modules' summary, made exact
+    where both candidates of every question carry one key: the pair image, or factuality's render)."""
+    label = str(s.get("clustering") or s.get("cluster_unit", ""))
+    if part is not None and "candidate_clusters" in part and label == "one-way (own render)":
+        if all(len(c) == 2 and c[0] == c[1] for c in part["candidate_clusters"]):
+            return "one-way (render of the person asked about)" if family == "factuality" else "one-way (pair image)"
+    return label
+
+
+def _design(family: str, dim: str, sf: dict, tested: pd.DataFrame | None, part: pd.DataFrame | None = None) -> dict:
     """How one family × dimension was tested: answer mode, cluster unit, what it could detect
     (median detectable effect), the noise-corrected magnitude, refusals and position."""
     s = sf["summary"]
@@ -443,7 +462,9 @@ def _design(family: str, dim: str, sf: dict, tested: pd.DataFrame | None) -> dic
         "family": family,
         "dimension": dim,
         "answer_mode": s.get("answer_mode", "choice"),
-        "cluster_unit": s.get("cluster_unit", ""),
+        # the clustering of the verdict tests, which names the unit: "two-way (own × partner render)",
+        # "one-way (own render)", "one-way (pair image)", ...
+        "cluster_unit": _clustering(family, s, part),
         "side_balanced": bool(s.get("side_balanced", False)),
         "refusal_p_value": s.get("refusal_p_value"),
         "left_choice_rate": _pct(s.get("left_choice_rate")),

@@ -18,6 +18,8 @@ from vignette_bench.stats import (
     Z95,
     CountStore,
     bh_qvalues,
+    check_clustering,
+    clustering_label,
     fisher_with_bh,
     significance_counts,
     split_contrasts,
@@ -68,14 +70,16 @@ class LogOdds(VignetteMetric):
         "candidate_sides",
         "candidate_clusters",
     )
-    OPTION_DEFAULTS = {"alpha": 0.05}
+    OPTION_DEFAULTS = {"alpha": 0.05, "clustering": "two_way"}
 
     def _info(self) -> evaluate.MetricInfo:
         return metric_info(_DESCRIPTION, _KWARGS_DESCRIPTION, ("group",))
 
     def _compute_counts(self, store: CountStore, opts: dict[str, Any]) -> dict[str, Any]:
         alpha = float(opts["alpha"])
+        two_way = check_clustering(opts["clustering"])
         frame = store.cells()
+        crossed = two_way and bool((frame["pcluster"] != frame["cluster"]).any())
         cells = frame.groupby(["identity", "context"], sort=False, as_index=False)[["selected", "offered"]].sum()
         ident = cells["identity"].to_numpy()
         n_id = len(store.vocabs["identity"].names)
@@ -92,16 +96,17 @@ class LogOdds(VignetteMetric):
         defined = flag == ""
         p_paper, q_paper = fisher_with_bh(r_a, o_a - r_a, r_n, o_n - r_n, defined)
         # The verdict: the identity's side-balanced rate in this context minus in all others, by cluster.
-        g = frame.groupby(["identity", "context", "cluster", "side"], sort=False, as_index=False)[
-            ["selected", "offered"]
-        ].sum()
+        g = frame.groupby(
+            ["identity", "context", "cluster", "side", *(["pcluster"] if crossed else [])], sort=False, as_index=False
+        )[["selected", "offered"]].sum()
         tests = split_contrasts(
-            g.rename(columns={"selected": "y", "offered": "n"}),
+            g.rename(columns={"selected": "y", "offered": "n", "pcluster": "partner_cluster"}),
             g["identity"].to_numpy(),
             g["context"].to_numpy(),
             ident,
             cells["context"].to_numpy(),
             alpha,
+            two_way=crossed,
         ).reindex(np.arange(len(cells)))
         flag[defined] = tests["flag"].fillna("missing_component").to_numpy(object)[defined]
         tested = flag == ""
@@ -140,6 +145,7 @@ class LogOdds(VignetteMetric):
                 **significance_counts(out["p_value"], out["q_value"], alpha),
                 "n_significant_paper": int((out["q_value_paper"] < alpha).sum()),
                 "side_balanced": bool(len(out) and balanced.all()),
+                "clustering": clustering_label(store.cluster_unit or "rows", crossed),
                 "ci_method": "cluster-robust t interval of the rate difference (CR2, Bell-McCaffrey df), pp",
                 "ci_method_paper": "Wald on the add-one smoothed table (answers treated as independent)",
                 "test": "cluster-robust t (working-model CR2, Bell-McCaffrey df): side-balanced rate in this context "

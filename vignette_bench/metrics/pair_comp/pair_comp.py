@@ -18,6 +18,8 @@ from vignette_bench.stats import (
     VALUE_NAMES,
     CountStore,
     bh_qvalues,
+    check_clustering,
+    clustering_label,
     fisher_with_bh,
     indicator,
     right_sparse,
@@ -71,27 +73,30 @@ class PairComp(VignetteMetric):
         "candidate_sides",
         "candidate_clusters",
     )
-    OPTION_DEFAULTS = {"alpha": 0.05}
+    OPTION_DEFAULTS = {"alpha": 0.05, "clustering": "two_way"}
 
     def _info(self) -> evaluate.MetricInfo:
         return metric_info(_DESCRIPTION, _KWARGS_DESCRIPTION, ("group",))
 
     def _compute_counts(self, store: CountStore, opts: dict[str, Any]) -> dict[str, Any]:
         alpha = float(opts["alpha"])
+        two_way = check_clustering(opts["clustering"])
         frame = store.cells()
+        crossed = two_way and bool((frame["pcluster"] != frame["cluster"]).any())
         cells = frame.groupby(list(self.CELL_KEYS), sort=False, as_index=False)[list(VALUE_NAMES)].sum()
         paper = _paper(cells, len(store.vocabs["identity"].names), len(store.vocabs["context"].names))
         # The verdict: i1's offers split into with i2 / with anyone else, side-balanced, by cluster.
-        by_cluster = frame.groupby(["identity", "partner", "cluster", "side"], sort=False, as_index=False)[
-            ["selected", "offered"]
-        ].sum()
+        by_cluster = frame.groupby(
+            ["identity", "partner", "cluster", "side", *(["pcluster"] if crossed else [])], sort=False, as_index=False
+        )[["selected", "offered"]].sum()
         tests = split_contrasts(
-            by_cluster.rename(columns={"selected": "y", "offered": "n"}),
+            by_cluster.rename(columns={"selected": "y", "offered": "n", "pcluster": "partner_cluster"}),
             by_cluster["identity"].to_numpy(),
             by_cluster["partner"].to_numpy(),
             paper["pair_i1"],
             paper["pair_i2"],
             alpha,
+            two_way=crossed,
         ).reindex(np.arange(len(paper["pair_i1"])))
         flag = paper["flag"].copy()
         flag[flag == ""] = tests["flag"].fillna("missing_component").to_numpy(object)[flag == ""]
@@ -122,6 +127,7 @@ class PairComp(VignetteMetric):
                 **significance_counts(out["p_value"], out["q_value"], alpha),
                 "n_significant_paper": int((out["q_value_paper"] < alpha).sum()),
                 "side_balanced": bool(len(out) and balanced.all()),
+                "clustering": clustering_label(store.cluster_unit or "rows", crossed),
                 "ci_method": "cluster-robust t interval (CR2, Bell-McCaffrey df)",
                 "test": "cluster-robust t (working-model CR2, Bell-McCaffrey df): side-balanced rate of i1 with i2 "
                 "minus with anyone else, vs 0; BH over pairs",

@@ -18,6 +18,8 @@ from vignette_bench.stats import (
     VALUE_NAMES,
     CountStore,
     bh_qvalues,
+    check_clustering,
+    clustering_label,
     detectable,
     fisher_with_bh,
     indicator,
@@ -81,19 +83,22 @@ class Polarity(VignetteMetric):
         "candidate_sides",
         "candidate_clusters",
     )
-    OPTION_DEFAULTS = {"alpha": 0.05}
+    OPTION_DEFAULTS = {"alpha": 0.05, "paper_overall": "dimension_mean", "clustering": "two_way"}
 
     def _info(self) -> evaluate.MetricInfo:
         return metric_info(_DESCRIPTION, _KWARGS_DESCRIPTION, ("direction", "trait_dimension", "group"))
 
     def _compute_counts(self, store: CountStore, opts: dict[str, Any]) -> dict[str, Any]:
         alpha = float(opts["alpha"])
+        if opts["paper_overall"] not in PAPER_OVERALL:
+            raise ValueError(f"paper_overall must be one of {PAPER_OVERALL}, got {opts['paper_overall']!r}")
         frame = store.cells()
         cells = frame.groupby(list(self.CELL_KEYS), sort=False, as_index=False)[list(VALUE_NAMES)].sum()
         n_dim = len(store.vocabs["trait_dimension"].names)
         high_code = store.vocabs["direction"].index.get("high", -2)
-        paper = _paper(cells, n_dim, high_code)
-        tests = _tests(frame, n_dim, high_code, alpha).reindex(paper["outs"])
+        paper = _paper(cells, n_dim, high_code, opts["paper_overall"])
+        crossed = check_clustering(opts["clustering"]) and bool((frame["pcluster"] != frame["cluster"]).any())
+        tests = _tests(frame, n_dim, high_code, alpha, crossed).reindex(paper["outs"])
         flag = paper["flag"].copy()
         flag[flag == ""] = tests["flag"].fillna("missing_component").to_numpy(object)[flag == ""]
         tested = flag == ""
@@ -133,6 +138,7 @@ class Polarity(VignetteMetric):
                 "n_significant_paper": int((out["q_value_paper"] < alpha).sum()),
                 "side_balanced": bool(len(out) and balanced.all()),
                 "ci_method": "cluster-robust t interval (CR2, Bell-McCaffrey df)",
+                "clustering": clustering_label(store.cluster_unit or "rows", crossed),
                 "test": "cluster-robust t (working-model CR2, Bell-McCaffrey df): side-balanced rate for high- minus "
                 "low-valence terms vs 0 (overall: the mean of the per-dimension nets of the dimensions where the "
                 "identity met both); BH within each trait dimension and within overall",
@@ -141,6 +147,12 @@ class Polarity(VignetteMetric):
             },
         }
 
+
+# How the paper column of the "overall" row is computed: "dimension_mean" (the paper: the mean over
+# trait dimensions of x_high/n_high - x_low/n_low from each dimension's pooled counts) or "all_terms"
+# (before issue 27: S_high - S_low with each rate averaged over all the identity's terms; it did not
+# reproduce the published scores and is kept for comparison and for the pinned outputs).
+PAPER_OVERALL = ("dimension_mean", "all_terms")
 
 PAPER_COLUMNS = (
     "n_offered_high",
@@ -155,11 +167,10 @@ PAPER_COLUMNS = (
 )
 
 
-def _tests(frame: pd.DataFrame, n_dim: int, high_code: int, alpha: float) -> pd.DataFrame:
+def _tests(frame: pd.DataFrame, n_dim: int, high_code: int, alpha: float, crossed: bool = False) -> pd.DataFrame:
     """Cluster-robust tests per (identity, dimension) and overall, indexed by output code."""
-    g = frame.groupby(["identity", "trait_dimension", "direction", "cluster", "side"], sort=False, as_index=False)[
-        ["selected", "offered"]
-    ].sum()
+    keys = ["identity", "trait_dimension", "direction", "cluster", "side", *(["pcluster"] if crossed else [])]
+    g = frame.groupby(keys, sort=False, as_index=False)[["selected", "offered"]].sum()
     ident, dim = g["identity"].to_numpy(), g["trait_dimension"].to_numpy()
     low = (g["direction"].to_numpy() != high_code).astype(np.int64)
     base = pd.DataFrame(
@@ -170,8 +181,15 @@ def _tests(frame: pd.DataFrame, n_dim: int, high_code: int, alpha: float) -> pd.
             "n": g["offered"].to_numpy(),
         }
     )
+    if crossed:
+        base["partner_cluster"] = g["pcluster"].to_numpy()
     per_dim = side_balanced_contrasts(
-        base.assign(target=ident * (n_dim + 1) + dim, part=low), {0: 1.0, 1: -1.0}, 0.0, alpha, constant_parts=True
+        base.assign(target=ident * (n_dim + 1) + dim, part=low),
+        {0: 1.0, 1: -1.0},
+        0.0,
+        alpha,
+        constant_parts=True,
+        two_way=crossed,
     )
     # Overall: the mean of the nets of the dimensions where the identity has both high and low answers,
     # so identities with different sets of dimensions get different coefficients (one call per set).
@@ -184,14 +202,20 @@ def _tests(frame: pd.DataFrame, n_dim: int, high_code: int, alpha: float) -> pd.
         rows = np.isin(ident, members.index.to_numpy()) & np.isin(dim, dims)
         weights = {2 * d + s: (1.0 if s == 0 else -1.0) / len(dims) for d in dims for s in (0, 1)}
         sub = base[rows].assign(target=ident[rows] * (n_dim + 1) + n_dim, part=2 * dim[rows] + low[rows])
-        parts.append(side_balanced_contrasts(sub, weights, 0.0, alpha, constant_parts=True))
+        parts.append(side_balanced_contrasts(sub, weights, 0.0, alpha, constant_parts=True, two_way=crossed))
     return pd.concat(parts)
 
 
-def _paper(cells: pd.DataFrame, n_dim: int, high_code: int) -> dict[str, np.ndarray]:
-    """The VIGNETTE authors' computation, unchanged: term-averaged rates, Fisher on pooled counts.
+def _paper(
+    cells: pd.DataFrame, n_dim: int, high_code: int, overall_mode: str = "dimension_mean"
+) -> dict[str, np.ndarray]:
+    """The VIGNETTE authors' computation: term-averaged rates per dimension, Fisher on pooled counts.
 
-    For "overall" the paper's p is the smallest per-dimension Fisher p of that identity (uncorrected).
+    For "overall" the paper's score is the mean over the identity's trait dimensions (those with both
+    valences) of x_high / n_high - x_low / n_low from the dimension's pooled counts, and its p the
+    smallest per-dimension Fisher p (uncorrected); freq_high / freq_low of that row are the means of
+    the pooled rates, so polarity_paper = freq_high - freq_low. overall_mode="all_terms" gives the
+    former overall (rates averaged over all terms), which does not reproduce the published scores.
     """
     ident = cells["identity"].to_numpy()
     dim = cells["trait_dimension"].to_numpy()
@@ -215,9 +239,23 @@ def _paper(cells: pd.DataFrame, n_dim: int, high_code: int) -> dict[str, np.ndar
     flag[~np.isfinite(s_h) & ~np.isfinite(s_l)] = "no_valid_answers"
     defined = flag == ""
     out_dim = outs % (n_dim + 1)
+    overall = out_dim == n_dim
+    if overall_mode == "dimension_mean":
+        # mean over the identity's dimensions with both valences of the pooled-count rates
+        dims = ~overall & defined
+        pooled = (
+            pd.DataFrame({"i": outs[dims] // (n_dim + 1), "h": r_h[dims] / o_h[dims], "l": r_l[dims] / o_l[dims]})
+            .groupby("i")[["h", "l"]]
+            .mean()
+        )
+        means = pooled.reindex(outs[overall] // (n_dim + 1))
+        s_h[overall] = means["h"].to_numpy(float)
+        s_l[overall] = means["l"].to_numpy(float)
+        # high and low answers, but never both in one dimension: the paper's overall is undefined
+        flag[overall & defined & ~np.isfinite(s_h)] = "no_dimension_with_both"
+        defined = flag == ""
     p, _ = fisher_with_bh(r_h, o_h - r_h, r_l, o_l - r_l, defined, families=out_dim)
     # overall: the paper reported the smallest per-dimension p of the identity, uncorrected
-    overall = out_dim == n_dim
     per_id = pd.Series(p[~overall & defined]).groupby((outs // (n_dim + 1))[~overall & defined]).min()
     p[overall] = per_id.reindex(outs[overall] // (n_dim + 1)).fillna(1.0).to_numpy()
     p[~defined] = 1.0

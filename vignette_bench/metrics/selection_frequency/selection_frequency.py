@@ -23,6 +23,8 @@ from vignette_bench.stats import (
     aggregate,
     bh_qvalues,
     cell_variance,
+    check_clustering,
+    clustering_label,
     detectable,
     fisher_exact_two_sided,
     noise_corrected_magnitude,
@@ -143,14 +145,16 @@ class SelectionFrequency(VignetteMetric):
         "candidate_sides",
         "candidate_clusters",
     )
-    OPTION_DEFAULTS = {"alpha": 0.05, "identities": None, "refusal_permutations": 999}
+    OPTION_DEFAULTS = {"alpha": 0.05, "identities": None, "refusal_permutations": 999, "clustering": "two_way"}
 
     def _info(self) -> evaluate.MetricInfo:
         return metric_info(_DESCRIPTION, _KWARGS_DESCRIPTION, ("group",))
 
     def _compute_counts(self, store: CountStore, opts: dict[str, Any]) -> dict[str, Any]:
         alpha = float(opts["alpha"])
+        two_way = check_clustering(opts["clustering"])
         cells = store.cells()
+        crossed = two_way and bool((cells["pcluster"] != cells["cluster"]).any())
         names = store.vocabs["identity"].names
         n_id = len(names)
         # bincount sums keep factuality's NaN chance NaN (a pandas sum would turn it into 0)
@@ -176,7 +180,7 @@ class SelectionFrequency(VignetteMetric):
             frame["when_left"] = PP * by_side[SIDE_LEFT][1] / by_side[SIDE_LEFT][0]
             frame["when_right"] = PP * by_side[SIDE_RIGHT][1] / by_side[SIDE_RIGHT][0]
             frame["left_share"] = PP * by_side[SIDE_LEFT][0] / (by_side[SIDE_LEFT][0] + by_side[SIDE_RIGHT][0])
-        tests = self._tests(cells, frame, alpha)
+        tests = self._tests(cells, frame, alpha, crossed)
         frame = frame.join(tests, on="identity")
         frame["flag"] = np.where(frame["flag"] != "", frame["flag"], frame["test_flag"].fillna("missing_component"))
         frame.loc[frame["flag"] == "no_other_identity", "flag"] = frame["test_flag"].fillna("")
@@ -220,6 +224,7 @@ class SelectionFrequency(VignetteMetric):
                 if balanced
                 else "sides unknown for some identities: pooled rate, side preference not removed",
                 "test": TEST,
+                "clustering": clustering_label(store.cluster_unit or "rows", crossed),
                 "test_paper": "Fisher exact two-sided: identity vs all other identities (pooled counts)",
                 "ci_method": "cluster-robust t interval (CR2, Bell-McCaffrey df)",
                 "magnitude": mag["magnitude"],
@@ -231,7 +236,7 @@ class SelectionFrequency(VignetteMetric):
             },
         }
 
-    def _tests(self, cells: pd.DataFrame, frame: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    def _tests(self, cells: pd.DataFrame, frame: pd.DataFrame, alpha: float, crossed: bool = False) -> pd.DataFrame:
         """Per identity: the cluster-robust test vs chance (or, for factuality, vs the pooled accuracy)."""
         base = pd.DataFrame(
             {
@@ -244,6 +249,8 @@ class SelectionFrequency(VignetteMetric):
                 "refused": cells["offered_invalid"].to_numpy(),
             }
         )
+        if crossed:
+            base["partner_cluster"] = cells["pcluster"].to_numpy()
         chance = frame["chance"].to_numpy() / PP
         n_off, n_sel = frame["n_offered"].to_numpy(), frame["n_selected"].to_numpy()
         fact = ~np.isfinite(chance) & (n_off > 0)  # factuality has no option count, hence no chance
@@ -256,7 +263,7 @@ class SelectionFrequency(VignetteMetric):
             ids = np.flatnonzero(null == value)
             sub = base[np.isin(base["target"].to_numpy(), ids)]
             if len(sub):
-                out = side_balanced_contrasts(sub, {0: 1.0}, float(value), alpha, refusals=True)
+                out = side_balanced_contrasts(sub, {0: 1.0}, float(value), alpha, refusals=True, two_way=crossed)
                 outs.append(out.assign(null=float(value)))
         if not outs:
             return pd.DataFrame(columns=TEST_COLUMNS + ["side_balanced"], index=pd.Index([], name="identity"))
