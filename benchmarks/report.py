@@ -91,7 +91,7 @@ def demo_cost(demo: Path) -> None:
     }
     print(
         f"  imports in a fresh process: the report {cost['vignette_bench.eval.report.command']:.2f} s, "
-        f"evaluate (transformers, torch) {cost['evaluate']:.2f} s"
+        f"evaluate (transformers, torch; the report no longer imports it) {cost['evaluate']:.2f} s"
     )
     from vignette_bench.eval.analysis.numbers import metric
     from vignette_bench.eval.report.command import make_report
@@ -99,7 +99,7 @@ def demo_cost(demo: Path) -> None:
 
     t1 = time.process_time()
     for name in ("selection_frequency", "log_odds", "pair_comp", "polarity"):
-        metric(name)  # evaluate.load (imports evaluate, which imports transformers and torch)
+        metric(name)  # the measure (vignette_bench/stats/measures), without evaluate
     t2 = time.process_time()
     loaded = [load_run(r) for r in runs]
     frames = {}
@@ -113,7 +113,7 @@ def demo_cost(demo: Path) -> None:
         make_report(runs, tmp)
     t5 = time.process_time()
     print(
-        "  in one process (--figures findings): load the metric modules "
+        "  in one process (--figures findings): load the measures "
         f"{t2 - t1:.2f} s, read runs {t3 - t2:.2f} s, numbers {t4 - t3:.2f} s, whole report after that "
         f"{t5 - t4:.2f} s (numbers recomputed inside)"
     )

@@ -1,4 +1,4 @@
-"""The report's numbers, all from the metric modules (vignette_bench/metrics/<name>/<name>.py via evaluate.load).
+"""The report's numbers, all from the measures behind the metric modules (vignette_bench/stats/measures/<name>.py).
 
 This module only maps the responses parquet onto the metric input contract (docs/FORMATS.md)
 and reshapes the modules' outputs into tidy tables; the statistics (rates, Fisher tests,
@@ -25,7 +25,6 @@ import math
 import re
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -34,7 +33,6 @@ from vignette_bench.stats.clustered import cluster_contrasts
 from vignette_bench.stats.multiplicity import noise_corrected_magnitude
 from vignette_bench.stats.planning import detectable_effect
 
-METRICS_DIR = Path(__file__).resolve().parents[2] / "metrics"
 WRONG = "(wrong answer)"  # pseudo-candidate for a factuality answer that is valid but wrong
 # +1: being chosen is favourable, -1: unfavourable, 0: accuracy (factuality)
 FAMILY_DIRECTION = {"capability": 1, "enjoyment": 1, "struggle": -1, "dislike": -1, "decision": 1, "factuality": 0}
@@ -46,16 +44,14 @@ PRIMARY_VARIANT = ("image", "identity", 0)
 
 @cache
 def metric(name: str):
-    """An evaluate module loaded from its folder by absolute path (evaluate resolves relative paths
-    against the working directory)."""
-    import evaluate
+    """The measure `name` itself (vignette_bench/stats/measures/<name>.py), not its evaluate module:
+    importing evaluate costs seconds (it imports transformers and torch) and adds nothing here.
+    The evaluate modules are thin shells over these classes, so the numbers are the same."""
+    import importlib
 
-    path = METRICS_DIR / name
-    if not (path / f"{name}.py").is_file():
-        raise FileNotFoundError(
-            f"{path}/{name}.py: metric module missing (metrics engineer's vignette_bench/metrics/{name})"
-        )
-    return evaluate.load(str(path))
+    module = importlib.import_module(f"vignette_bench.stats.measures.{name}")
+    (cls,) = (c for n, c in vars(module).items() if n.endswith("Measure") and c.__module__ == module.__name__)
+    return cls()
 
 
 def _pct(x) -> float | None:

@@ -1,0 +1,1 @@
+"""The four VIGNETTE measures, importable without `evaluate` (the report and leaderboard use them)."""
