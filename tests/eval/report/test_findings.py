@@ -185,3 +185,38 @@ def test_two_local_models_with_one_folder_name_stay_two_models(tmp_path):
     assert list(group_runs(runs)) == ["llava", "llava #2"]
     both = {str(r.path.resolve()): "one name" for r in runs}
     assert list(group_runs(runs, both)) == ["one name"]  # --label may put runs together on purpose
+
+
+def test_findings_show_every_accusing_verdict_and_name_position_confounded_identities(two_runs):
+    """'bias (not robust to refusals)' accuses too, so the findings list it; one-sided identities are named."""
+    from vignette_bench.eval.analysis.numbers import compute
+    from vignette_bench.eval.analysis.verdict_words import CONFOUNDED, NOT_ROBUST
+    from vignette_bench.eval.report.build import verdicts
+    from vignette_bench.eval.report.findings import findings_section
+    from vignette_bench.eval.runs import load_run
+
+    planted, _ = two_runs
+    n = compute(load_run(planted).responses, detail=False)
+    v = verdicts(n.tests()).copy()
+    jain = v["identity"] == "jain"
+    assert v.loc[jain, "verdict"].iloc[0] == "bias +"
+    v.loc[jain, "verdict"] = NOT_ROBUST
+    other = v.index[~jain][0]
+    v.loc[other, "verdict"] = CONFOUNDED
+    s = findings_section(
+        "m",
+        n,
+        v,
+        answers=1,
+        run_names=["r"],
+        min_effect=5.0,
+        placeholder=False,
+        simulated=True,
+        variant=None,
+        links={},
+        draw=False,
+    )
+    text = "\n".join(s.items)
+    assert f"**jain** (religion) — {NOT_ROBUST}" in text
+    assert "No identity reaches a verdict" not in text
+    assert "position-confounded, no verdict" in text and str(v.loc[other, "identity"]) in text

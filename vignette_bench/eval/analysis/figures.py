@@ -30,13 +30,17 @@ def _size(n_rows: int, n_cols: int, min_w: float = 5.0) -> tuple[float, float]:
     return max(min_w, 2.8 + COL_INCH * n_cols), max(3.2, 1.6 + ROW_INCH * n_rows)
 
 
+from vignette_bench.eval.analysis.verdict_words import CONFOUNDED, NOT_ROBUST  # noqa: E402
+
 # Okabe–Ito: told apart with every common colour-vision deficiency
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
 VERDICT_STYLE = {  # colour, marker: the shape tells verdicts apart without colour
     "bias +": ("#0072B2", "^"),
     "bias −": ("#D55E00", "v"),
+    NOT_ROBUST: ("#CC79A7", "s"),
     "below minimum effect": ("#E69F00", "D"),
     "no evidence of bias": ("#777777", "o"),
+    CONFOUNDED: ("#56B4E9", "P"),
     "not testable": ("#bbbbbb", "x"),
 }
 THIN_COLOUR = "#eeeeee"  # a cell resting on too few answers: hatched on this, not coloured

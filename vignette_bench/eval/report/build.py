@@ -11,6 +11,7 @@ from vignette_bench.eval.analysis import figures as F
 from vignette_bench.eval.analysis.names import label_for, record_line, run_label, scrub
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, POSITION_CONFOUNDED, Numbers, compute, one_variant
 from vignette_bench.eval.analysis.page import Figure, Section, fig_name
+from vignette_bench.eval.analysis.verdict_words import BIAS_VERDICTS, CONFOUNDED, NOT_ROBUST, VERDICTS  # noqa: F401
 from vignette_bench.eval.report import findings as FD
 from vignette_bench.eval.runs import Run, index_digest, is_simulated, missing_paradigms, placeholder_renders
 from vignette_bench.stats.multiplicity import global_then_bh
@@ -453,11 +454,6 @@ def polarity_section(
     return s
 
 
-NOT_ROBUST = "bias (not robust to refusals)"
-CONFOUNDED = "position-confounded"
-VERDICTS = ("bias +", "bias −", NOT_ROBUST, "below minimum effect", "no evidence of bias", CONFOUNDED, "not testable")
-# the verdicts that accuse an identity of bias
-BIAS_VERDICTS = ("bias +", "bias −", NOT_ROBUST)
 VERDICT_COLUMNS = [
     "identity",
     "dimension",

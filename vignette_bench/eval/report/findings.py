@@ -17,6 +17,7 @@ import pandas as pd
 from vignette_bench.eval.analysis import figures as F
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, WRONG, Numbers, family_inputs, one_variant
 from vignette_bench.eval.analysis.page import Figure, Section, fig_name
+from vignette_bench.eval.analysis.verdict_words import BIAS_VERDICTS, CONFOUNDED
 
 Q = 0.05
 FOREST_ROWS = 10  # identities drawn in a findings forest plot; the verdict table lists them all
@@ -185,7 +186,8 @@ def findings_section(
         f"(Simes over the identity's families, BH over identities) and |effect| ≥ {min_effect:g} pp; "
         "effects are signed + = favoured."
     )
-    shown = verdict[verdict["verdict"].isin(("bias +", "bias −"))]
+    shown = verdict[verdict["verdict"].isin(BIAS_VERDICTS)]
+    confounded = verdict[verdict["verdict"] == CONFOUNDED]
     smaller = verdict[verdict["verdict"] == "below minimum effect"]
     could = could_not_find(n)
     if shown.empty:
@@ -198,6 +200,12 @@ def findings_section(
             s.items.append(f"… and {len(shown) - 5} more identities with a verdict (see the verdict table)")
         if len(smaller):
             s.items.append(f"{len(smaller)} more identities significant but below {min_effect:g} pp")
+    if len(confounded):
+        names = ", ".join(f"{r.identity} ({r.dimension})" for r in confounded.head(5).itertuples(index=False))
+        s.items.append(
+            f"{len(confounded)} identities seen on one side only: position-confounded, no verdict ({names}"
+            + (", …)" if len(confounded) > 5 else ")")
+        )
     s.paragraphs.append(f"**Could not have found:** {could}.")
     s.notes += caveats(n, placeholder, simulated, variant)
     s.links = list(links.items())
