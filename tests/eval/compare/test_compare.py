@@ -121,6 +121,12 @@ def test_cli_writes_tables_plots_and_a_report_section(tmp_path: Path) -> None:
     assert set(summary["family"]) == set(ident["family"]) and len(summary) >= 5
     page = (tmp_path / "cmp" / "report.md").read_text()
     assert "Run comparison: planted vs null" in page and "Summary per family" in page
+    html = (tmp_path / "cmp" / "report.html").read_text()
+    assert (
+        html.index("Findings: planted") < html.index("Findings: null") < html.index("Run comparison: planted vs null")
+    )
+    assert "<b>muslim</b> (religion) — bias +" in html.split("Findings: null")[0]  # the planted identity, found
+    assert "No identity reaches a verdict" in html.split("Findings: null")[1].split("Run comparison")[0]
     assert len(list((tmp_path / "cmp" / "figures").glob("compare-planted-null-*.png"))) == len(summary)
     bad = _cli("compare", str(a), str(tmp_path / "missing"), "--out", str(tmp_path / "x"))
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "missing" in bad.stderr

@@ -19,18 +19,18 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 
+from vignette_bench.eval.analysis.verdicts import CONFOUNDED, NOT_ROBUST  # noqa: E402
+from vignette_bench.eval.analysis.verdicts import Q as SIG_Q  # noqa: E402, F401  (one significance level everywhere)
+
 ROW_INCH = 0.17  # per identity row; 167 rows -> ~29 in, labels at 7 pt stay apart
 COL_INCH = 0.28
 LABEL_PT = 7
 DIVERGING = "RdBu_r"  # red = more often chosen / more positive, blue = less
-SIG_Q = 0.05
 
 
 def _size(n_rows: int, n_cols: int, min_w: float = 5.0) -> tuple[float, float]:
     return max(min_w, 2.8 + COL_INCH * n_cols), max(3.2, 1.6 + ROW_INCH * n_rows)
 
-
-from vignette_bench.eval.analysis.verdict_words import CONFOUNDED, NOT_ROBUST  # noqa: E402
 
 # Okabe–Ito: told apart with every common colour-vision deficiency
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")

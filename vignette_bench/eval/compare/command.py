@@ -14,10 +14,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vignette_bench.eval.analysis.compare import Comparison, compare_frames
-from vignette_bench.eval.analysis.names import label_for, parse_labels
+from vignette_bench.eval.analysis.names import label_for, parse_labels, run_label
 from vignette_bench.eval.runs import Run, RunError, index_digest, load_run
+
+if TYPE_CHECKING:
+    from vignette_bench.eval.analysis.page import Section
 
 
 def compare_runs(a: Run, b: Run, labels: tuple[str, str] | None = None, clusters: str = "auto") -> Comparison:
@@ -31,9 +35,31 @@ def compare_runs(a: Run, b: Run, labels: tuple[str, str] | None = None, clusters
     return compare_frames(a.responses, b.responses, la, lb, shared_clusters=shared)
 
 
-def write(c: Comparison, out: Path) -> list[Path]:
+def findings(run: Run, label: str, detail_anchor: str) -> Section:
+    """The same findings block that opens `vignette report`, for one of the two runs."""
+    from vignette_bench.eval.analysis import findings as FD
+    from vignette_bench.eval.analysis.numbers import compute
+    from vignette_bench.eval.analysis.verdicts import MIN_EFFECT, verdicts
+
+    n = compute(run.responses, model=label, detail=False)
+    return FD.findings_section(
+        label,
+        n,
+        verdicts(n.tests(), MIN_EFFECT),
+        answers=len(run.responses),
+        run_names=[run_label(run.path)],
+        min_effect=MIN_EFFECT,
+        placeholder=FD.run_placeholder(run),
+        simulated=FD.run_simulated(run),
+        variant=FD.measured_variant(run.responses),
+        links={"run comparison, identity by identity": detail_anchor},
+    )
+
+
+def write(c: Comparison, out: Path, runs: tuple[Run, Run] | None = None) -> list[Path]:
+    """Tables, and a page that opens with each run's findings (when `runs` are given) above the comparison."""
     from vignette_bench.eval.analysis.compare_section import comparison_section
-    from vignette_bench.eval.analysis.page import write_html, write_markdown
+    from vignette_bench.eval.analysis.page import fig_name, write_html, write_markdown
 
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -42,7 +68,11 @@ def write(c: Comparison, out: Path) -> list[Path]:
         paths.append(out / f"{name}.csv")
     title = f"VIGNETTE comparison — {c.label_a} vs {c.label_b}"
     section = comparison_section(c)
-    return [*paths, write_markdown(title, [section], out), write_html(title, [section], out)]
+    sections = [section]
+    if runs is not None:
+        section.anchor = section.anchor or fig_name("compare", c.label_a, c.label_b)
+        sections = [findings(runs[0], c.label_a, section.anchor), findings(runs[1], c.label_b, section.anchor), section]
+    return [*paths, write_markdown(title, sections, out), write_html(title, sections, out)]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -70,7 +100,7 @@ def main(args: argparse.Namespace) -> int:
     if c.identities.empty:
         print(f"error: {c.label_a} and {c.label_b} share no (family, dimension, identity) to compare", file=sys.stderr)
         return 2
-    for path in write(c, args.out):
+    for path in write(c, args.out, (a, b)):
         print(f"wrote {path}")
     print(c.summary.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     return 0
