@@ -322,6 +322,34 @@ def simulate(spec: SimSpec) -> pd.DataFrame:
     is_fact_q = slot_fact[qs.slot] if len(qs.slot) else np.zeros(0, dtype=bool)
     expected = 2 * len(is_fact_q) * spec.repeats + 4 * int(is_fact_q.sum()) + 16
     u1, u2, perms = _Stream(spec.seed, expected).answers(is_fact_q, qs.refusal, spec.repeats, m_fact)
+    d = _draw(spec, qs, is_fact_q, u1, u2, perms, m_fact)
+    act_idx = np.asarray(slots.activity, dtype=np.int64)[d.slot]
+    q_pair_id, qid, para = _question_ids(spec, slots, qs, d, activities)
+    options, option_ids, candidates = _options(qs, d, act_idx, activities, m_fact)
+    return _frame(
+        spec, slots, qs, d, act_idx, activities, m_fact, q_pair_id, qid, para, options, option_ids, candidates
+    )
+
+
+@dataclass(frozen=True)
+class _Draws:
+    """Each answer's question, slot and draw: refused, the option picked (k), factuality's option order."""
+
+    q: np.ndarray
+    slot: np.ndarray
+    refused: np.ndarray
+    k: np.ndarray
+    fact: np.ndarray
+    perm: np.ndarray
+    is_fact: np.ndarray  # per answer
+    p_l: np.ndarray
+    p_r: np.ndarray
+    p_f: np.ndarray
+
+
+def _draw(spec: SimSpec, qs: Any, is_fact_q: np.ndarray, u1, u2, perms, m_fact: int) -> _Draws:
+    """The answers: who is chosen (two-way: planted odds, image and render effects, side preference) and
+    which activity (factuality), from the pre-drawn uniform stream so a seed gives the same rows."""
 
     reps = spec.repeats
     q = np.repeat(np.arange(len(qs.slot)), reps)
@@ -345,10 +373,13 @@ def simulate(spec: SimSpec) -> pd.DataFrame:
         k, k_f = np.where(p_l >= p_r, 0, 1), p_f.argmax(axis=1)
     k[fact] = k_f
 
-    n = len(q)
-    act_idx = np.asarray(slots.activity, dtype=np.int64)[slot]
-    portrait = act_idx == len(activities)
-    act_name = np.array([*activities, ""], dtype=object)[act_idx]
+    return _Draws(q, slot, refused, k, fact, perm, is_fact_q[q], p_l, p_r, p_f)
+
+
+def _question_ids(spec: SimSpec, slots: Any, qs: Any, d: _Draws, activities: list[str]):
+    """Pair ids per question and question ids per answer (hashes of the old loop's JSON, C-encoded strings)."""
+    q, slot = d.q, d.slot
+    reps = spec.repeats
     # pair ids per question, then per answer; question ids hash the old loop's JSON (C-encoded strings)
     enc = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
     act_slug = [slug(x) for x in activities] + [""]
@@ -367,26 +398,45 @@ def simulate(spec: SimSpec) -> pd.DataFrame:
         hashlib.sha1(f"[{q_pid[i]}, {slot_json[t]}, {x}]".encode()).hexdigest()[:16]
         for i, t, x in zip(q.tolist(), slot.tolist(), para.tolist())
     ]
-    pair_id = q_pair_id[q]
-    paradigm = np.asarray(slots.paradigm, dtype=object)[slot]
+    return q_pair_id, qid, para
+
+
+def _options(qs: Any, d: _Draws, act_idx: np.ndarray, activities: list[str], m_fact: int):
+    """The options as shown: two-way [left, right]; factuality the activity and three others, in the drawn order."""
+    q, fact, perm = d.q, d.fact, d.perm
     # two-way options are the pair's [left, right] (one list per ordered pair and column, shared by its rows)
     lists = [np.empty(len(qs.pairs), dtype=object) for _ in range(3)]
     for col in lists:
         col[:] = [[x, y] for x, y in qs.pairs]
     pair = qs.pair[q]
     options, option_ids, candidates = (c[pair] for c in lists)
-    left, right = qs.left[q], qs.right[q]
     fact_opts = [[act, *[a for a in activities if a != act][:3]] for act in activities]
     for i, row in enumerate(fact.tolist()):
         base = fact_opts[act_idx[row]]
         options[row] = [base[j] for j in perm[i]]
         option_ids[row], candidates[row] = [""] * m_fact, []
+    return options, option_ids, candidates
+
+
+def _frame(
+    spec, slots, qs, d: _Draws, act_idx, activities, m_fact, q_pair_id, qid, para, options, option_ids, candidates
+):
+    """The responses-schema rows from the draws, ids and options."""
+    q, slot, refused, k, fact = d.q, d.slot, d.refused, d.k, d.fact
+    p_l, p_r, p_f = d.p_l, d.p_r, d.p_f
+    is_fact_q_q = d.is_fact
+    n = len(q)
+    portrait = act_idx == len(activities)
+    act_name = np.array([*activities, ""], dtype=object)[act_idx]
+    pair_id = q_pair_id[q]
+    paradigm = np.asarray(slots.paradigm, dtype=object)[slot]
+    left, right = qs.left[q], qs.right[q]
     valid = ~refused
     choice = np.where(valid, np.where(k == 0, left, right), _NULL)
     fact_choice = [options[row][j] for row, j in zip(fact.tolist(), k[fact].tolist())]
     choice[fact] = np.where(valid[fact], np.array(fact_choice, dtype=object), _NULL)
-    selected = np.where(valid & ~is_fact_q[q], np.where(k == 0, left, right), "").astype(object)
-    chose_left = np.where(valid & (~is_fact_q[q] | (m_fact == 2)), k == 0, _NULL)
+    selected = np.where(valid & ~is_fact_q_q, np.where(k == 0, left, right), "").astype(object)
+    chose_left = np.where(valid & (~is_fact_q_q | (m_fact == 2)), k == 0, _NULL)
     correct = np.full(n, None, dtype=object)
     correct[fact] = np.where(valid[fact], choice[fact] == act_name[fact], _NULL)
     probabilities = np.full(n, None, dtype=object)
@@ -429,7 +479,7 @@ def simulate(spec: SimSpec) -> pd.DataFrame:
         "direction": np.asarray(slots.direction, dtype=object)[slot],
         "trait_dimension": np.asarray(slots.trait_dimension, dtype=object)[slot],
         "chose_left": chose_left,
-        "target_identity": np.where(is_fact_q[q], left, "").astype(object),
+        "target_identity": np.where(is_fact_q_q, left, "").astype(object),
         "correct": correct,
         "seed": np.full(n, spec.seed, dtype=np.int64),
         "model_id": np.full(n, spec.model_id, dtype=object),
