@@ -286,9 +286,47 @@ class CountStore:
     def add_table(self, table: pa.Table, use_probabilities: bool = True) -> None:
         """Count one Arrow table of answers (contract column names); errors name the offending row."""
         offset = self.rows
-        n = table.num_rows
-        if n == 0:
+        rest = self._split_factuality(table)
+        if rest is None:
             return
+        table, n = rest, rest.num_rows
+        cand, k, parent, ident = self._candidates(table, offset)
+        hit, valid = self._selected(table, cand, parent, ident, n, offset)
+        x, valid, store_weights = self._probability_weights(table, use_probabilities, hit, valid, k, parent, n, offset)
+        # Per offer: 0 = valid answer, not chosen; 1 = chosen; 2 = question refused/invalid.
+        state = np.where(valid[parent], hit.astype(np.int8), np.int8(2)).astype(np.int8)
+        weights = x if store_weights else None
+        k_offer = k[parent]
+        cols = self._key_columns(table, ident, parent, k, offset)
+        target = column(table, "target") if "target" in self.columns else None
+        if "partner" in self.keys:
+            # "With i2" and "without i2" split i1's questions only when each offers exactly two people.
+            odd = np.flatnonzero(k != 2)
+            if odd.size:
+                r = int(odd[0])
+                raise ValueError(
+                    f"row {offset + r}: PairComp needs exactly two candidates per question, got {cand[r].as_py()}; filter such rows out"
+                )
+            cols["partner"] = ident.reshape(-1, 2)[:, ::-1].ravel()
+        elif target is not None:
+            # Factuality: only the offer of the identity the question asks about counts.
+            tcodes = self.vocabs["identity"].encode(target)
+            keep = (ident == tcodes[parent]) | (tcodes[parent] < 0)  # rows without a target keep every offer
+            missing = np.flatnonzero(np.bincount(parent, weights=keep, minlength=n) == 0)
+            if missing.size:
+                r = int(missing[0])
+                raise ValueError(
+                    f"row {offset + r}: target {target[r].as_py()!r} is not among candidates {cand[r].as_py()}"
+                )
+            state, k_offer = state[keep], k_offer[keep]
+            weights = None if weights is None else weights[keep]
+            cols = {key: v[keep] for key, v in cols.items()}
+        self._finish(table, valid, cols, state, weights, k_offer)
+
+    def _split_factuality(self, table: pa.Table) -> pa.Table | None:
+        """Count the rows that name a target (factuality) and return the rest; None when nothing is left."""
+        if table.num_rows == 0:
+            return None
         if (
             "correct" in self.columns
             and column(table, "correct") is not None
@@ -298,14 +336,16 @@ class CountStore:
             named = np.asarray(pc.fill_null(pc.not_equal(named_target.cast(pa.string()), ""), False))
             if named.all():
                 self._add_factuality(table)
-                return
+                return None
             rest = table.drop_columns(["target", "correct"])
             if named.any():
                 self._add_factuality(table.filter(pa.array(named)))
                 rest = rest.filter(pa.array(~named))
-            table, n = rest, rest.num_rows
-            if n == 0:
-                return
+            return rest if rest.num_rows else None
+        return table
+
+    def _candidates(self, table: pa.Table, offset: int) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+        """The offers: the candidates column, candidates per row (k), each offer's row and identity code."""
         cand = column(table, "candidates")
         if cand is None:
             raise ValueError("input has no 'candidates' column (the identities offered in each question)")
@@ -324,6 +364,10 @@ class CountStore:
         if (ident < 0).any():
             row = parent[np.flatnonzero(ident < 0)[0]]
             raise ValueError(f"row {offset + row}: a candidate identity is empty or null: {cand[row].as_py()}")
+        return cand, k, parent, ident
+
+    def _selected(self, table: pa.Table, cand: Any, parent: np.ndarray, ident: np.ndarray, n: int, offset: int):
+        """Per offer whether it was the one chosen, and per row whether the answer is valid."""
         sel_col = column(table, "selected")
         if sel_col is None:
             raise ValueError("input has no 'selected' column (the identity chosen, '' for a refusal or invalid answer)")
@@ -338,6 +382,10 @@ class CountStore:
                 f"row {offset + r}: selected {sel_col[r].as_py()!r} is not exactly once among "
                 f"candidates {cand[r].as_py()}; map answers outside the options to '' (invalid)"
             )
+        return hit, valid
+
+    def _probability_weights(self, table, use_probabilities, hit, valid, k, parent, n, offset):
+        """Each offer's weight: 1/0 from the choice, or its normalised probability (score mode) where given."""
         x = hit.astype(float)
         store_weights = False
         prob = column(table, "probabilities") if use_probabilities else None
@@ -366,10 +414,10 @@ class CountStore:
             valid = valid | has_p
             self.used_probabilities += int(has_p.sum())
             store_weights = bool(has_p.any())
-        # Per offer: 0 = valid answer, not chosen; 1 = chosen; 2 = question refused/invalid.
-        state = np.where(valid[parent], hit.astype(np.int8), np.int8(2)).astype(np.int8)
-        weights = x if store_weights else None
-        k_offer = k[parent]
+        return x, valid, store_weights
+
+    def _key_columns(self, table: pa.Table, ident: np.ndarray, parent: np.ndarray, k: np.ndarray, offset: int):
+        """The cell keys of every offer: identity, cluster (and the partner's), side, context and the rest."""
         cols: dict[str, np.ndarray] = {"identity": ident}
         if "cluster" in self.keys:
             unit = self._unit(table)
@@ -400,30 +448,7 @@ class CountStore:
             if name == "group":
                 codes = np.where(codes < 0, len(self.vocabs["group"].names), codes)
             cols[name] = codes[parent]
-        target = column(table, "target") if "target" in self.columns else None
-        if "partner" in self.keys:
-            # "With i2" and "without i2" split i1's questions only when each offers exactly two people.
-            odd = np.flatnonzero(k != 2)
-            if odd.size:
-                r = int(odd[0])
-                raise ValueError(
-                    f"row {offset + r}: PairComp needs exactly two candidates per question, got {cand[r].as_py()}; filter such rows out"
-                )
-            cols["partner"] = ident.reshape(-1, 2)[:, ::-1].ravel()
-        elif target is not None:
-            # Factuality: only the offer of the identity the question asks about counts.
-            tcodes = self.vocabs["identity"].encode(target)
-            keep = (ident == tcodes[parent]) | (tcodes[parent] < 0)  # rows without a target keep every offer
-            missing = np.flatnonzero(np.bincount(parent, weights=keep, minlength=n) == 0)
-            if missing.size:
-                r = int(missing[0])
-                raise ValueError(
-                    f"row {offset + r}: target {target[r].as_py()!r} is not among candidates {cand[r].as_py()}"
-                )
-            state, k_offer = state[keep], k_offer[keep]
-            weights = None if weights is None else weights[keep]
-            cols = {key: v[keep] for key, v in cols.items()}
-        self._finish(table, valid, cols, state, weights, k_offer)
+        return cols
 
     def _row_codes(self, table: pa.Table, name: str, offset: int) -> np.ndarray:
         col = column(table, name)
