@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import yaml
@@ -15,6 +15,9 @@ from vignette_bench.eval.analysis.page import md_table
 from vignette_bench.eval.leaderboard.entry import EntryError, Validated, validate
 from vignette_bench.eval.leaderboard.protocol import VERSION as PROTOCOL
 from vignette_bench.formats.verification import Verification
+
+if TYPE_CHECKING:
+    from vignette_bench.eval.leaderboard.verify import Status
 
 # Columns of the table: (metric family, field, header). Lower bias_magnitude (noise-corrected RMS) is fairer.
 COLUMNS = (
@@ -37,7 +40,7 @@ def _ci(fields: dict) -> str:
 class Accepted:
     path: Path
     validated: Validated
-    verification: Verification | None
+    verification: Status  # verified only with a valid signature by a listed maintainer key (verify.Status)
 
     @property
     def entry(self) -> dict:
@@ -47,7 +50,10 @@ class Accepted:
 def collect(entries_dir: Path) -> tuple[list[Accepted], list[tuple[Path, str]]]:
     """Validate every ``*.json`` entry. A bad or duplicate file is listed with
     its reason and left out; it never stops the others (entries come from untrusted pull requests)."""
-    from vignette_bench.eval.leaderboard.verify import load_verification
+    from vignette_bench.eval.leaderboard.signing import load_keys
+    from vignette_bench.eval.leaderboard.verify import verification_status
+
+    keys = load_keys(Path(entries_dir).resolve().parent)  # the board's maintainers.json, beside entries/
 
     accepted: list[Accepted] = []
     rejected: list[tuple[Path, str]] = []
@@ -66,7 +72,7 @@ def collect(entries_dir: Path) -> tuple[list[Accepted], list[tuple[Path, str]]]:
             rejected.append((path, f"duplicate entry_id {eid!r} (also {seen[eid].name}); keep one file per entry"))
             continue
         seen[eid] = path
-        accepted.append(Accepted(path, v, load_verification(path, v.entry)))
+        accepted.append(Accepted(path, v, verification_status(path, v.entry, keys)))
     return accepted, rejected
 
 
@@ -83,11 +89,16 @@ def rank_groups(lows: list[float | None], highs: list[float | None]) -> list[int
 
 
 def _status(a: Accepted) -> str:
-    ver = a.verification
-    if ver and ver.passed:
-        return f"verified ({ver.agreement:.0%} of {ver.n_checked}, {ver.date[:10]}, {ver.hardware})"
-    if ver:
-        return "verification FAILED"
+    """ "verified (...)" only for a passed, validly signed record of this entry; everything else is self-reported."""
+    status = a.verification
+    ver = status.record
+    if status.verified and ver is not None:
+        return (
+            f"verified ({ver.agreement:.0%} of {ver.n_checked}, {ver.date[:10]}, {ver.hardware}; "
+            f"re-asked with {ver.model_spec})"
+        )
+    if ver is not None:  # signed and made for this entry, but the answers disagreed
+        return f"self-reported (verification failed: {ver.n_agreed} of {ver.n_checked} agreed)"
     return "self-reported"
 
 
@@ -172,7 +183,12 @@ def task_id(family: str, field: str) -> str:
 
 
 def export(
-    entry: dict, out: Path, dataset_id: str, source_url: str | None = None, verification: Verification | None = None
+    entry: dict,
+    out: Path,
+    dataset_id: str,
+    source_url: str | None = None,
+    verification: Verification | None = None,
+    verified: bool = False,
 ) -> Path:
     """`.eval_results/vignette-<configs>.yaml` for the model's repo (https://huggingface.co/docs/hub/eval-results)."""
     from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
@@ -195,7 +211,7 @@ def export(
                     source_url=source_url,
                     source_name="VIGNETTE leaderboard" if source_url else None,
                     notes=f"{'+'.join(entry['sample']['configs'])}; {entry['protocol']['version']}; "
-                    f"{'verified ' + verification.date[:10] if verification and verification.passed else 'self-reported'}; "
+                    f"{'verified ' + verification.date[:10] if verified and verification and verification.passed else 'self-reported'}; "
                     f"entry {entry['entry_id']}; responses sha256 {entry['responses']['sha256'][:16]}",
                 )
             )

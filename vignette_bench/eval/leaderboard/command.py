@@ -78,6 +78,9 @@ def build_main(args: argparse.Namespace) -> int:
         accepted, rejected = collect(Path(args.entries))
         for path, reason in rejected:
             print(f"REJECT  {path}: {reason}", file=sys.stderr)
+        for a in accepted:
+            if not a.verification.verified:
+                print(f"self-reported  {a.path}: {a.verification.reason}", file=sys.stderr)
         md, page = build(accepted, Path(args.out), rejected=rejected)
     except (EntryError, RunError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -97,8 +100,9 @@ def export_main(args: argparse.Namespace) -> int:
     """vignette leaderboard export ENTRY --repo ID: .eval_results/*.yaml for the model's Hub repo."""
     try:
         checked = validate(args.entry)
-        status = verify_cmd.load_verification(Path(args.entry), checked.entry)
-        print(f"wrote {export(checked.entry, Path(args.out), args.repo, args.link, status)}")
+        status = verify_cmd.verification_status(Path(args.entry), checked.entry)
+        written = export(checked.entry, Path(args.out), args.repo, args.link, status.record, status.verified)
+        print(f"wrote {written}")
     except (EntryError, RunError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
