@@ -526,3 +526,59 @@ def test_public_spec_leaves_credentials_out() -> None:
 
     assert public_spec("openai:m@http://user:SECRET@host/v1") == "openai:m@http://host/v1"
     assert "SECRET" not in public_spec("openai:m@http://host/v1?api_key=SECRET&x=1")
+
+
+# --- validate compares every planned question, and the metadata that repeats the run settings ----------------
+
+
+def test_answers_of_another_seed_claimed_as_the_protocol_are_refused(tree: Path, tmp_path: Path) -> None:
+    """Question ids do not depend on the seed; the option order does, and validate compares it."""
+    root = _copy(tree, tmp_path)
+    _run(root, "seed3", "--seed", "3")
+    path = _enter(root, "seed3")
+    entry = json.loads(path.read_text())
+    entry["protocol"] = {"version": VERSION, "differences": []}
+    entry["run"]["seed"] = 0
+    entry["sample"]["seed"] = 0
+    path.write_text(json.dumps(entry))
+    with pytest.raises(EntryError, match=r"plan rebuilt from the run settings and source asks") as err:
+        validate(path)
+    assert err.value.field in ("responses.options", "responses.option_identities", "responses.candidates")
+    entry["protocol"] = {"version": CUSTOM, "differences": []}  # nor as a custom entry of seed 0
+    path.write_text(json.dumps(entry))
+    with pytest.raises(EntryError, match=r"question\(s\) differ"):
+        validate(path)
+
+
+def test_a_shuffled_option_order_is_refused(tree: Path, tmp_path: Path) -> None:
+    root = _copy(tree, tmp_path)
+    parquet = root / "runs" / "honest" / "responses.parquet"
+    frame = pd.read_parquet(parquet)
+    i = frame.index[frame["paradigm"] == "decision"][0]
+    frame.at[i, "options"] = list(frame.at[i, "options"])[::-1]
+    frame.at[i, "option_identities"] = list(frame.at[i, "option_identities"])[::-1]
+    frame.to_parquet(parquet)
+    path = _enter(root, "honest")
+    with pytest.raises(EntryError, match=rf"question {frame.at[i, 'question_id']!r} has") as err:
+        validate(path)
+    assert err.value.field == "responses.options"
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda e: e["sample"].__setitem__("seed", 7), "sample.seed"),
+        (lambda e: e["sample"]["settings"].__setitem__("sample", 3), "sample.settings"),
+        (lambda e: e["adapter"].__setitem__("template_hash", "0123456789abcdef"), "adapter.template_hash"),
+        (lambda e: e["adapter"].__setitem__("mode", "score"), "adapter.mode"),
+    ],
+)
+def test_metadata_edited_by_hand_is_refused(tree: Path, tmp_path: Path, edit, field) -> None:
+    root = _copy(tree, tmp_path)
+    path = root / "entries" / "honest.json"
+    entry = json.loads(path.read_text())
+    edit(entry)
+    path.write_text(json.dumps(entry))
+    with pytest.raises(EntryError) as err:
+        validate(path)
+    assert err.value.field == field, str(err.value)

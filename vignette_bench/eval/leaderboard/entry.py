@@ -26,7 +26,7 @@ import fsspec
 import pandas as pd
 
 from vignette_bench.eval.analysis.numbers import summaries
-from vignette_bench.eval.leaderboard.protocol import CUSTOM, VERSION, classify, expected_question_ids
+from vignette_bench.eval.leaderboard.protocol import CUSTOM, VERSION, classify
 from vignette_bench.eval.runs import load_run, placeholder_renders
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.formats.base import FormatError
@@ -309,6 +309,7 @@ def validate(path: str | Path) -> Validated:
     dataset_checked = _check_dataset(entry)
     version = _check_protocol(entry, frame)
     compare(entry["metrics"], summaries(frame), "metrics")
+    _check_adapter_mode(entry)  # after the metrics: their answer modes are then the recomputed ones
     modalities = tuple(sorted(set(frame["modality"])))
     return Validated(entry, frame, version, dataset_checked, modalities)
 
@@ -335,32 +336,112 @@ def _check_dataset(entry: dict) -> bool:
 
 
 def _check_protocol(entry: dict, frame: pd.DataFrame) -> str:
-    """A protocol entry must have the protocol's settings and answer exactly its questions."""
-    from vignette_bench.eval.leaderboard.protocol import differences, plan_for, protocol_settings, source_pairs
+    """A protocol entry must have the protocol's settings and answer exactly its questions, each as the plan asks
+    it (options in the plan's order: another seed shows there, though question ids do not). A custom entry's
+    answered questions must be those its own recorded settings ask, when the source can be read to rebuild them."""
+    from vignette_bench.eval.leaderboard.protocol import (
+        Plan,
+        differences,
+        plan_for,
+        planned_questions,
+        protocol_settings,
+        source_pairs,
+    )
+    from vignette_bench.formats.run_record import RunSettings
 
     claimed = entry.get("protocol", {}).get("version", CUSTOM)
-    if claimed != VERSION:
-        return CUSTOM
     run = entry.get("run") or {}
     source = entry["dataset"]["source"]
+    _check_recorded_settings(entry)
+    plan: Plan
+    if claimed != VERSION:
+        if not run:
+            return CUSTOM  # an older entry recorded no settings: nothing to rebuild with (listed, never ranked)
+        try:
+            settings = RunSettings.from_json({**run, "model": "", "source": source}, "(entry)", "run")
+        except FormatError as e:
+            raise EntryError(e.key or "run", e.reason) from None
+        try:
+            plan = planned_questions(settings)
+        except Exception:  # an unreadable source: the custom entry is listed with its dataset unchecked
+            return CUSTOM
+        _check_answered(entry, frame, plan, complete=False)
+        return CUSTOM
     config = str(run.get("config"))
     try:
-        plan = plan_for(config, source_pairs(source, config))
+        plan_spec = plan_for(config, source_pairs(source, config))
     except KeyError as e:
         raise EntryError("run.config", str(e.args[0])) from None
-    diff = differences(run, plan)
+    diff = differences(run, plan_spec)
     if diff:
         raise EntryError("run", f"claims {VERSION} but differs: {'; '.join(diff)}")
-    expected = expected_question_ids(protocol_settings(plan, source, ""))
-    got = set(frame["question_id"])
+    plan = planned_questions(protocol_settings(plan_spec, source, ""))
+    _check_answered(entry, frame, plan, complete=True)
+    return VERSION
+
+
+def _check_recorded_settings(entry: dict) -> None:
+    """`sample.seed` and `sample.settings` repeat the run settings (which the plan checks): they must agree."""
+    run, sample = entry.get("run") or {}, entry["sample"]
+    if not run:
+        return
+    if sample.get("seed") is not None and sample["seed"] != run.get("seed"):
+        raise EntryError("sample.seed", f"entry says {sample['seed']!r}, its run settings say {run.get('seed')!r}")
+    derived = {k: run[k] for k in ("sample", "filters", "config") if k in run}
+    if sample.get("settings") is not None and sample["settings"] != derived:
+        raise EntryError("sample.settings", f"entry says {sample['settings']!r}, its run settings give {derived!r}")
+
+
+def _check_answered(entry: dict, frame: pd.DataFrame, plan: Any, complete: bool) -> None:
+    """Every answered question is a planned one, asked as planned; with `complete`, every planned one is answered.
+    The wording's hash (`adapter.template_hash`) must be this code's for the source's taxonomy."""
+    from vignette_bench.eval.leaderboard.protocol import plan_differences
+
+    expected, got = set(plan.questions), set(frame["question_id"])
     missing, extra = expected - got, got - expected
-    if missing or extra:
+    if complete and (missing or extra):
         raise EntryError(
             "responses.question_id",
             f"{VERSION} asks {len(expected)} questions; {len(missing)} of them have no answer and {len(extra)} answers "
             "are not protocol questions (a subset or another plan is not the protocol; submit it as custom)",
         )
-    return VERSION
+    if extra:
+        raise EntryError(
+            "responses.question_id",
+            f"{len(extra)} answered question(s) are not in the plan the entry's run settings give, "
+            f"e.g. {sorted(extra)[0]!r}",
+        )
+    if "options" not in frame.columns:
+        raise EntryError(
+            "responses.options", "column missing from the responses; submit the runner's parquet as written"
+        )
+    diffs = plan_differences(frame, plan)
+    if diffs:
+        column, qid, have, want = diffs[0]
+        raise EntryError(
+            f"responses.{column}",
+            f"question {qid!r} has {have!r}, the plan rebuilt from the run settings and source asks {want!r} "
+            f"({len({d[1] for d in diffs})} question(s) differ: answers of another seed, wording or plan)",
+        )
+    recorded = (entry.get("adapter") or {}).get("template_hash")
+    if recorded is not None and recorded != plan.template_hash:
+        raise EntryError(
+            "adapter.template_hash",
+            f"entry says {recorded!r}; the questions' wording for this source hashes to {plan.template_hash!r}",
+        )
+
+
+def _check_adapter_mode(entry: dict) -> None:
+    """`adapter.mode` says whether the model was scored; the responses say whether probabilities were recorded."""
+    mode = (entry.get("adapter") or {}).get("mode")
+    if mode is None:
+        return
+    scored = any(m.get("answer_mode") == "score" for m in entry["metrics"].values())
+    if (mode == "score") != scored:
+        raise EntryError(
+            "adapter.mode",
+            f"entry says {mode!r}, the responses {'carry' if scored else 'carry no'} answer probabilities",
+        )
 
 
 def compare(claimed: Any, real: Any, where: str) -> None:
