@@ -173,9 +173,24 @@ def build(
     drill = {i: identity_tables(a) for i, a in enumerate(accepted)}
     md = out / "leaderboard.md"
     visible = t[[c for c in t.columns if not c.startswith("_")]] if len(t) else t
-    md.write_text(f"# {title}\n\n" + (md_table(visible) if len(t) else "no entries") + "\n")
+    safe = visible.map(md_cell) if len(t) else visible  # every cell is untrusted text (model ids, hardware, specs)
+    md.write_text(f"# {md_cell(title)}\n\n" + (md_table(safe) if len(t) else "no entries") + "\n")
     page = write_board(title, t, drill, [(p.name, r) for p, r in rejected], out)
     return md, page
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>!#~&])")
+_MD_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def md_cell(value: Any) -> Any:
+    """A table cell's text as Markdown that renders as that text and nothing else: line breaks become spaces
+    (a row never splits), and every character Markdown or HTML would act on is escaped (``<!--`` would hide the
+    rows after it, ``<img onerror>`` is raw HTML, ``[..](..)`` a link). ``|`` is left to `md_table`, which
+    escapes it; backslashes are escaped first so that its ``\\|`` stays a literal pipe."""
+    if not isinstance(value, str):
+        return value
+    return _MD_SPECIAL.sub(r"\\\1", _MD_BREAKS.sub(" ", value))
 
 
 def task_id(family: str, field: str) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from vignette_bench import cli_options as opt
 from vignette_bench.eval.leaderboard import verify as verify_cmd
 from vignette_bench.eval.leaderboard.board import build, collect, export
-from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, write_entry
+from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, write_new_entry
 from vignette_bench.eval.runs import RunError
 
 
@@ -36,7 +36,7 @@ def create_main(args: argparse.Namespace) -> int:
         out = Path(args.out)
         probe = out / "_new.json"
         entry = create(args.run, by=args.by, location=args.location, entry_path=probe)
-        path = write_entry(entry, out / f"{entry['entry_id']}.json")
+        path = write_new_entry(entry, out / f"{entry['entry_id']}.json")
     except (EntryError, RunError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -105,5 +105,5 @@ def export_main(args: argparse.Namespace) -> int:
         print(f"wrote {written}")
     except (EntryError, RunError) as err:
         print(f"error: {err}", file=sys.stderr)
-        return 1
+        return 2  # the CLI's code for an error it can explain (vignette_bench/cli.py)
     return 0
