@@ -5,6 +5,7 @@ over the placeholder sample source with the random responder (deterministic per 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -571,6 +572,7 @@ def test_a_shuffled_option_order_is_refused(tree: Path, tmp_path: Path) -> None:
         (lambda e: e["sample"]["settings"].__setitem__("sample", 3), "sample.settings"),
         (lambda e: e["adapter"].__setitem__("template_hash", "0123456789abcdef"), "adapter.template_hash"),
         (lambda e: e["adapter"].__setitem__("mode", "score"), "adapter.mode"),
+        (lambda e: e["adapter"].__setitem__("variants", {"paraphrase": [1]}), "adapter.variants"),
     ],
 )
 def test_metadata_edited_by_hand_is_refused(tree: Path, tmp_path: Path, edit, field) -> None:
@@ -582,3 +584,18 @@ def test_metadata_edited_by_hand_is_refused(tree: Path, tmp_path: Path, edit, fi
     with pytest.raises(EntryError) as err:
         validate(path)
     assert err.value.field == field, str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("spec", "named"),
+    [
+        ("hf:meta-llama/Llama-3.2-11B-Vision-Instruct", "names 'meta-llama/Llama-3.2-11B-Vision-Instruct'"),
+        ("vllm:reference/random-seed0@v2", "names 'reference/random-seed0' at revision 'v2'"),
+        ("openai:gpt-4o@http://user:SECRET@host/v1", "names 'gpt-4o'"),
+    ],
+)
+def test_a_spec_naming_another_model_is_refused_before_anything_is_loaded(tree: Path, spec: str, named: str) -> None:
+    """Offline here: a spec that got as far as loading would fail otherwise, so the refusal comes first."""
+    with pytest.raises(EntryError, match=rf"{re.escape(named)}; the entry names 'reference/random-seed0'") as err:
+        verify(tree / "entries" / "honest.json", spec, n=5)
+    assert "SECRET" not in str(err.value)

@@ -390,12 +390,18 @@ def _check_protocol(entry: dict, frame: pd.DataFrame) -> str:
 
 
 def _check_recorded_settings(entry: dict) -> None:
-    """`sample.seed` and `sample.settings` repeat the run settings (which the plan checks): they must agree."""
+    """`sample.seed`, `sample.settings` and `adapter.variants` repeat the run settings (which the plan checks): they
+    must agree."""
     run, sample = entry.get("run") or {}, entry["sample"]
     if not run:
         return
     if sample.get("seed") is not None and sample["seed"] != run.get("seed"):
         raise EntryError("sample.seed", f"entry says {sample['seed']!r}, its run settings say {run.get('seed')!r}")
+    adapter = entry.get("adapter") or {}
+    if "variants" in adapter and "variants" in run and adapter["variants"] != run["variants"]:
+        raise EntryError(
+            "adapter.variants", f"entry says {adapter['variants']!r}, its run settings say {run['variants']!r}"
+        )
     derived = {k: run[k] for k in ("sample", "filters", "config") if k in run}
     if sample.get("settings") is not None and sample["settings"] != derived:
         raise EntryError("sample.settings", f"entry says {sample['settings']!r}, its run settings give {derived!r}")

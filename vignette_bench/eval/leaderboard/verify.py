@@ -99,6 +99,27 @@ def check_model(entry: dict, adapter: Any, spec: str) -> tuple[str, str]:
     return got
 
 
+def precheck_spec(entry: dict, spec: str) -> None:
+    """Refuse before anything is loaded when the spec itself names another model (hf, vllm, openai) or another
+    revision (hf, vllm) than the entry; `check_model` then compares what the built adapter reports."""
+    from vignette_bench.eval.adapters.backends import BACKENDS
+    from vignette_bench.eval.adapters.spec import parse_spec
+
+    parsed = parse_spec(spec)
+    backend = BACKENDS[parsed.backend]
+    if backend.at is None:  # reference responders and tiny models: only the built adapter can say
+        return
+    revision = parsed.at if backend.at == "revision" else None
+    want_id, want_rev = str(entry["model"]["id"]), str(entry["model"]["revision"])
+    if parsed.target != want_id or (revision is not None and revision != want_rev):
+        named = f"{parsed.target!r}" + (f" at revision {revision!r}" if revision is not None else "")
+        raise EntryError(
+            "model",
+            f"--model {public_spec(spec)!r} names {named}; the entry names {want_id!r} at revision {want_rev!r}: "
+            "re-ask the entry's own model and revision",
+        )
+
+
 def subset_seed(entry: dict) -> int:
     return int(entry_digest(entry)[:16], 16)
 
@@ -166,6 +187,8 @@ def verify(
     entry_path = Path(entry_path)
     v = validate(entry_path)
     entry, frame = v.entry, v.responses
+    if adapter is None:
+        precheck_spec(entry, model_spec)
     run = {**(entry.get("run") or {}), "model": model_spec, "source": entry["dataset"]["source"]}
     settings = RunSettings.from_json(run, str(entry_path), "run")
     ids = np.array(sorted(frame["question_id"]))
