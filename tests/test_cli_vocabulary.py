@@ -94,7 +94,7 @@ OWN_FLAGS: dict[str, set[str]] = {
     "leaderboard validate": set(),
     "leaderboard verify": {"--batch-size", "--key"},
     "leaderboard keygen": set(),
-    "leaderboard build": {"--entries", "--strict"},
+    "leaderboard build": {"--entries", "--strict", "--keys"},
     "leaderboard export": {"--link"},
     "news answer": {"--robustness", "--batch-size", "--retry-invalid"},
     "news judge": {"--answers", "--judge", "--batch-size", "--max-new-tokens", "--retry-failures"},

@@ -599,3 +599,22 @@ def test_a_spec_naming_another_model_is_refused_before_anything_is_loaded(tree: 
     with pytest.raises(EntryError, match=rf"{re.escape(named)}; the entry names 'reference/random-seed0'") as err:
         verify(tree / "entries" / "honest.json", spec, n=5)
     assert "SECRET" not in str(err.value)
+
+
+def test_build_keys_reads_the_trusted_keys_from_outside_the_pull_request(tree: Path, tmp_path: Path, capsys) -> None:
+    """A pull request that lists its own key and signs its own record: `--keys` (the base branch's file) wins."""
+    root = _copy(tree, tmp_path)
+    base = tmp_path / "base-maintainers.json"
+    shutil.copy(root / "maintainers.json", base)
+    own = tmp_path / "submitter.pem"
+    _list_key(root, "submitter", generate_key(own))  # the pull request edits the tree's maintainers.json
+    path = root / "entries" / "honest.json"
+    assert lb(["verify", str(path), "--model", "random", "--limit", "10", "--key", str(own)]) == 0
+    capsys.readouterr()
+    out = str(tmp_path / "site")
+    assert lb(["build", "--entries", str(root / "entries"), "--out", out, "--keys", str(base)]) == 0
+    err = capsys.readouterr().err
+    assert "self-reported" in err and "which maintainers.json does not list" in err
+    assert "verified (" not in (tmp_path / "site" / "leaderboard.md").read_text()
+    assert lb(["build", "--entries", str(root / "entries"), "--out", out, "--keys", str(tmp_path / "nope.json")]) == 2
+    assert "error: " in capsys.readouterr().err

@@ -47,13 +47,15 @@ class Accepted:
         return self.validated.entry
 
 
-def collect(entries_dir: Path) -> tuple[list[Accepted], list[tuple[Path, str]]]:
+def collect(entries_dir: Path, keys_file: Path | None = None) -> tuple[list[Accepted], list[tuple[Path, str]]]:
     """Validate every ``*.json`` entry. A bad or duplicate file is listed with
-    its reason and left out; it never stops the others (entries come from untrusted pull requests)."""
-    from vignette_bench.eval.leaderboard.signing import load_keys
+    its reason and left out; it never stops the others (entries come from untrusted pull requests).
+    Verifications count when signed by a key of ``keys_file`` (default: the board's maintainers.json, beside
+    entries/; CI on a pull request passes the base branch's, which the pull request cannot edit)."""
+    from vignette_bench.eval.leaderboard.signing import load_keys, load_keys_file
     from vignette_bench.eval.leaderboard.verify import verification_status
 
-    keys = load_keys(Path(entries_dir).resolve().parent)  # the board's maintainers.json, beside entries/
+    keys = load_keys_file(keys_file) if keys_file else load_keys(Path(entries_dir).resolve().parent)
 
     accepted: list[Accepted] = []
     rejected: list[tuple[Path, str]] = []

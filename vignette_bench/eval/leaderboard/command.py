@@ -70,12 +70,19 @@ def build_add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--entries", default="leaderboard/entries", help="entries folder (default leaderboard/entries)")
     opt.out(p, default="leaderboard/site", help="folder for the board (default leaderboard/site)")
     p.add_argument("--strict", action="store_true", help="exit 1 when any entry is rejected (default: list it)")
+    p.add_argument(
+        "--keys",
+        type=Path,
+        metavar="PATH",
+        help="the maintainers.json whose keys make a verification count (default: the one beside the entries "
+        "folder; CI on a pull request passes the base branch's)",
+    )
 
 
 def build_main(args: argparse.Namespace) -> int:
     """vignette leaderboard build: validate every entry and render the board (Markdown + one HTML page)."""
     try:
-        accepted, rejected = collect(Path(args.entries))
+        accepted, rejected = collect(Path(args.entries), args.keys)
         for path, reason in rejected:
             print(f"REJECT  {path}: {reason}", file=sys.stderr)
         for a in accepted:

@@ -138,6 +138,14 @@ def load_keys(board: Path) -> Keys:
     path = keys_path(board)
     if not path.is_file():
         return Keys({}, f"no {KEYS_FILE} beside the entries: no maintainer key is listed")
+    return load_keys_file(path)
+
+
+def load_keys_file(path: Path) -> Keys:
+    """A maintainers.json anywhere (e.g. the base branch's, for CI on a pull request)."""
+    path = Path(path)
+    if not path.is_file():
+        raise SigningError(f"{path}: no such keys file")
     try:
         listed = MaintainerKeys.from_json(path.read_bytes(), str(path))
     except FormatError as e:
