@@ -618,3 +618,34 @@ def test_build_keys_reads_the_trusted_keys_from_outside_the_pull_request(tree: P
     assert "verified (" not in (tmp_path / "site" / "leaderboard.md").read_text()
     assert lb(["build", "--entries", str(root / "entries"), "--out", out, "--keys", str(tmp_path / "nope.json")]) == 2
     assert "error: " in capsys.readouterr().err
+
+
+def test_without_cryptography_a_signed_record_is_self_reported_not_a_traceback(monkeypatch) -> None:
+    import sys
+
+    from vignette_bench.eval.leaderboard import signing
+    from vignette_bench.formats.verification import Verification
+
+    record = Verification(
+        entry_id="e",
+        entry_digest="d" * 64,
+        model_spec="random",
+        mode="greedy",
+        n_checked=1,
+        n_agreed=1,
+        agreement=1.0,
+        max_prob_diff=None,
+        prob_tol=None,
+        near_tie_flips=0,
+        p_value=None,
+        passed=True,
+        reason="",
+        date="2026-11-26T00:00:00+00:00",
+        hardware="cpu",
+        mismatches=(),
+        signed_by="0123456789abcdef",
+        signature="AAAA",
+    )
+    keys = signing.Keys({"0123456789abcdef": ("m", b"\0" * 32)})
+    monkeypatch.setitem(sys.modules, "cryptography.exceptions", None)
+    assert "install `cryptography`" in (signing.check(record, keys) or "")

@@ -159,8 +159,6 @@ def load_keys_file(path: Path) -> Keys:
 
 def check(record: Verification, keys: Keys) -> str | None:
     """None when the record carries a valid signature by a listed key; else why not, in words."""
-    from cryptography.exceptions import InvalidSignature
-
     if record.signature is None or record.signed_by is None:
         return "the verification is not signed (written by hand, or by an older vignette)"
     if keys.problem:
@@ -168,6 +166,10 @@ def check(record: Verification, keys: Keys) -> str | None:
     listed = keys.by_id.get(record.signed_by)
     if listed is None:
         return f"signed by key {record.signed_by}, which {KEYS_FILE} does not list"
+    try:
+        from cryptography.exceptions import InvalidSignature
+    except ImportError:
+        return "signatures cannot be checked here: install `cryptography` (pip install 'vignette-bench[report]')"
     try:
         signature = base64.b64decode(record.signature, validate=True)
         _crypto().Ed25519PublicKey.from_public_bytes(listed[1]).verify(signature, payload(record))
