@@ -79,7 +79,7 @@ COMMANDS: dict[str, Command | Group] = {
         },
     ),
     "leaderboard": Group(
-        "create, validate, verify, build and export leaderboard entries",
+        "create, validate, verify, build and export leaderboard entries; keygen for maintainers",
         {
             "create": Command(LEADERBOARD, "make an entry from a finished run", attr="create_"),
             "validate": Command(LEADERBOARD, "recompute an entry's numbers from its responses", attr="validate_"),
@@ -88,6 +88,9 @@ COMMANDS: dict[str, Command | Group] = {
             ),
             "build": Command(LEADERBOARD, "validate every entry and render the board", attr="build_"),
             "export": Command(LEADERBOARD, "write the Hub model-repo eval-results file for an entry", attr="export_"),
+            "keygen": Command(
+                f"{EVAL}.leaderboard.verify", "make a maintainer key pair for signing verifications", attr="keygen_"
+            ),
         },
     ),
     "news": Group(

@@ -1,11 +1,12 @@
-"""Verification: version 0 (no schema_version, as verify wrote it before) migrates; a bad file names its key."""
+"""Verification: versions 0 (no schema_version, as verify wrote it before) and 1 migrate unsigned; a bad file
+names its key. MaintainerKeys: a hand-written file without schema_version reads."""
 
 import json
 
 import pytest
 
 from vignette_bench.formats.base import FormatError
-from vignette_bench.formats.verification import Verification
+from vignette_bench.formats.verification import MaintainerKeys, Verification
 
 # a verifications/<entry_id>.json as `vignette leaderboard verify` wrote it before the record had a version
 V0 = {
@@ -28,11 +29,24 @@ V0 = {
 }
 
 
-def test_version_0_migrates_without_losing_a_key():
-    v = Verification.from_json(json.dumps(V0), "v.json")
-    assert v.schema_version == 1 and v.passed and v.mismatches[0].re_asked is None
-    assert v.to_json() == {**V0, "schema_version": 1}
+UNSIGNED = {"model_id": None, "model_revision": None, "signed_by": None, "signature": None}
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_older_versions_migrate_unsigned_without_losing_a_key(version):
+    old = {**V0, "schema_version": version} if version else V0
+    v = Verification.from_json(json.dumps(old), "v.json")
+    assert v.schema_version == 2 and v.passed and v.mismatches[0].re_asked is None
+    assert v.to_json() == {**V0, "schema_version": 2, **UNSIGNED}  # unsigned: never shown as verified
     assert Verification.from_json(v.dumps(), "v.json") == v
+
+
+def test_maintainer_keys_without_a_version_read():
+    keys = {"keys": [{"name": "alice", "public_key": "A" * 43 + "="}]}
+    assert MaintainerKeys.from_json(json.dumps(keys), "maintainers.json").keys[0].name == "alice"
+    with pytest.raises(FormatError) as caught:
+        MaintainerKeys.from_json(json.dumps({"keys": [{"name": "bob", "public_key": "short"}]}), "maintainers.json")
+    assert caught.value.key == "keys[0].public_key"
 
 
 @pytest.mark.parametrize(
@@ -42,6 +56,7 @@ def test_version_0_migrates_without_losing_a_key():
         (lambda d: d.update(n_checked="20"), "n_checked"),
         (lambda d: d["mismatches"][0].update(extra=1), "mismatches[0].extra"),
         (lambda d: d.pop("entry_digest"), "entry_digest"),
+        (lambda d: d.update(signed_by="not-a-key-id"), "signed_by"),
     ],
 )
 def test_a_bad_record_names_its_key(change, key):

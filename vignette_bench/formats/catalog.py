@@ -14,4 +14,5 @@ FORMATS: tuple[str, ...] = (
     "vignette_bench.formats.news:NewsJudgement",
     "vignette_bench.formats.entry:Entry",
     "vignette_bench.formats.verification:Verification",
+    "vignette_bench.formats.verification:MaintainerKeys",
 )

@@ -11,9 +11,10 @@ both: they migrate to custom entries (listed apart, never ranked) with empty run
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Annotated, Any, ClassVar
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
 from vignette_bench.formats.base import Format, Part
 
@@ -22,6 +23,22 @@ PARADIGMS = ("factuality", "perception", "stereotype", "decision")
 ANSWER_MODES = ("choice", "score")
 Rate = Annotated[float, Field(ge=0, le=1)]
 NonNegative = Annotated[float, Field(ge=0)]
+# A name shown on the board: one line of printable text (no control characters, newlines or line separators),
+# so a cell cannot break the Markdown table or hide rows behind it.
+PRINTABLE = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]+$"
+_NOT_PRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _printable(value: str) -> str:
+    bad = _NOT_PRINTABLE.search(value)
+    if bad:
+        raise ValueError(
+            f"control character or line break {bad.group()!r} at position {bad.start()}: one line of printable text"
+        )
+    return value
+
+
+Printable = Annotated[str, AfterValidator(_printable)]
 MetricKey = Annotated[str, StringConstraints(pattern=r"^(all|factuality|perception|stereotype|decision)(/[a-z_]+)?$")]
 
 
@@ -49,15 +66,29 @@ class Protocol(Part):
 class EntryModel(Part):
     """The model that answered."""
 
-    id: str = Field(min_length=1, description="Hub model id or path, as in the responses' model_id")
-    revision: str = Field(min_length=1, description="commit sha or tag of the weights")
+    id: Printable = Field(
+        min_length=1,
+        json_schema_extra={"pattern": PRINTABLE},
+        description="Hub model id or path, as in the responses' model_id",
+    )
+    revision: Printable = Field(
+        min_length=1, json_schema_extra={"pattern": PRINTABLE}, description="commit sha or tag of the weights"
+    )
 
 
 class EntryDataset(Part):
     """The pairs the model was asked about."""
 
-    source: str = Field(min_length=1, description="Hub dataset id, folder or URL the pairs came from")
-    revision: str = Field(min_length=1, description="sha256 of the source's renders/index.parquet")
+    source: Printable = Field(
+        min_length=1,
+        json_schema_extra={"pattern": PRINTABLE},
+        description="Hub dataset id, folder or URL the pairs came from",
+    )
+    revision: Printable = Field(
+        min_length=1,
+        json_schema_extra={"pattern": PRINTABLE},
+        description="sha256 of the source's renders/index.parquet",
+    )
     placeholder: bool | None = Field(
         default=None, description="true when the renders were placeholders (never a ranked result)"
     )
@@ -136,7 +167,7 @@ class Submitted(Part):
 
     model_config = {**Part.model_config, "extra": "allow"}
 
-    by: str = Field(min_length=1, description="who submitted it")
+    by: Printable = Field(min_length=1, json_schema_extra={"pattern": PRINTABLE}, description="who submitted it")
     date: str = Field(description="when (ISO 8601 date-time)")
     notes: str | None = Field(default=None, description="anything the submitter adds")
 

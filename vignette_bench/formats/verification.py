@@ -1,8 +1,12 @@
 """The verification record (`verifications/<entry_id>.json` beside a leaderboard's entries folder):
 what `vignette leaderboard verify` found when it re-asked a random subset of an entry's questions.
 
-Version 1 is the layout `verify` always wrote, plus `schema_version`; a file without the key
-(every one written before it existed) is version 0 and reads unchanged.
+Version 2 adds what makes a record impossible to write by hand: the model id and revision the re-asking
+model reported, and an Ed25519 signature by a maintainer key (`signed_by`: the key's id; `signature`:
+over every other field, vignette_bench/eval/leaderboard/signing.py). The board shows "verified" only
+for a valid signature by a key its `maintainers.json` lists. Version 1 is the layout `verify` always
+wrote, plus `schema_version`; a file without the key is version 0. Both migrate unsigned (their
+signature fields null), so they read but verify nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from pydantic import Field, field_validator
 from vignette_bench.formats.base import Format, Part
 
 MODES = ("greedy", "score", "sampled")
+KEY_ID_PATTERN = r"^[0-9a-f]{16}$"
 
 
 class Mismatch(Part):
@@ -27,12 +32,12 @@ class Mismatch(Part):
 class Verification(Format):
     """What re-asking a random subset of an entry's questions found (vignette_bench/eval/leaderboard/verify.py)."""
 
-    SCHEMA_VERSION: ClassVar[int] = 1
+    SCHEMA_VERSION: ClassVar[int] = 2
     FILE: ClassVar[str] = "verifications/<entry_id>.json"
     WRITER: ClassVar[str] = "`vignette leaderboard verify` (vignette_bench/eval/leaderboard/verify.py)"
     READER: ClassVar[str] = "verify.load_verification (the board and `vignette leaderboard export`)"
 
-    schema_version: int = Field(default=1, description="this layout's version")
+    schema_version: int = Field(default=2, description="this layout's version")
     entry_id: str = Field(description="the entry verified")
     entry_digest: str = Field(
         description="sha256 of the entry without responses.location: the verification holds only while it matches"
@@ -51,6 +56,21 @@ class Verification(Format):
     date: str = Field(description="when (UTC, ISO 8601)")
     hardware: str = Field(description="machine, python, GPU and torch of the re-asking run")
     mismatches: tuple[Mismatch, ...] = Field(description="up to 10 disagreeing answers")
+    model_id: str | None = Field(
+        default=None, description="the model id the re-asking model reported (equal to the entry's model.id)"
+    )
+    model_revision: str | None = Field(
+        default=None, description="the revision the re-asking model reported (equal to the entry's model.revision)"
+    )
+    signed_by: str | None = Field(
+        default=None,
+        pattern=KEY_ID_PATTERN,
+        description="id of the maintainer key that signed (sha256 of the raw Ed25519 public key, first 16 hex digits)",
+    )
+    signature: str | None = Field(
+        default=None,
+        description="base64 Ed25519 signature over every other field (null: unsigned, never shown as verified)",
+    )
 
     @field_validator("mode")
     @classmethod
@@ -61,5 +81,33 @@ class Verification(Format):
 
     @classmethod
     def migrate(cls, data: dict[str, Any], version: int, file: str) -> dict[str, Any]:
-        """Version 0 is version 1 without the key."""
+        """Version 0 is version 1 without the key; versions 0 and 1 were never signed: the new fields are null."""
+        out = dict(data)
+        for key in ("model_id", "model_revision", "signed_by", "signature"):
+            out.setdefault(key, None)
+        return out
+
+
+class MaintainerKey(Part):
+    """One maintainer's public key."""
+
+    name: str = Field(min_length=1, description="who holds the private half")
+    public_key: str = Field(pattern=r"^[A-Za-z0-9+/]{43}=$", description="the raw 32-byte Ed25519 public key, base64")
+
+
+class MaintainerKeys(Format):
+    """The public keys whose signatures make a verification count (`vignette leaderboard build` reads them).
+    The private halves are never committed; `vignette leaderboard keygen` makes a pair (docs/leaderboard.md)."""
+
+    SCHEMA_VERSION: ClassVar[int] = 1
+    FILE: ClassVar[str] = "maintainers.json (beside the entries and verifications folders)"
+    WRITER: ClassVar[str] = "a maintainer, by hand (`vignette leaderboard keygen` prints the line to add)"
+    READER: ClassVar[str] = "vignette_bench/eval/leaderboard/signing.py load_keys (build, export)"
+
+    schema_version: int = Field(default=1, description="this layout's version")
+    keys: tuple[MaintainerKey, ...] = Field(description="the maintainers' public keys")
+
+    @classmethod
+    def migrate(cls, data: dict[str, Any], version: int, file: str) -> dict[str, Any]:
+        """A hand-written file may leave out `schema_version` (version 0): the same layout."""
         return dict(data)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -186,3 +187,99 @@ def test_export_writes_the_hub_format(board, tmp_path):
     path = export(e, tmp_path, "org/vignette", source_url="https://huggingface.co/spaces/org/leaderboard")
     data = yaml.safe_load(path.read_text())
     assert data[0]["dataset"]["id"] == "org/vignette" and data[0]["source"]["name"] == "VIGNETTE leaderboard"
+
+
+# --- untrusted text and files: no traceback, no broken table, no overwritten entry ---------------------------
+
+
+@pytest.mark.parametrize("shape", ["list", "object"])
+def test_an_entry_nested_200k_levels_deep_is_an_error_not_a_recursion_error(board, tmp_path, capsys, shape):
+    path, _ = _copy(board, tmp_path)
+    deep = path.with_name("deep.json")
+    n = 200_000
+    deep.write_text("[" * n + "]" * n if shape == "list" else '{"a":' * n + "1" + "}" * n)
+    with pytest.raises(EntryError, match="nested more than 64 levels deep"):
+        validate(deep)
+    assert main(["validate", str(deep)]) == 1
+    err = capsys.readouterr().err
+    assert "REJECT" in err and "nested more than 64 levels deep" in err and "Traceback" not in err
+    for argv in (["verify", str(deep), "--model", "random"], ["export", str(deep), "--repo", "org/vignette"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and "nested more than 64 levels deep" in err and "Recursion" not in err
+    site = tmp_path / "site"
+    assert main(["build", "--entries", str(path.parent), "--out", str(site)]) == 0
+    assert "deep.json: (entry): JSON nested more than 64 levels deep" in capsys.readouterr().err
+
+
+def _cells(line: str) -> int:
+    n, i = 0, 0
+    while i < len(line):
+        n += line[i] == "|"
+        i += 2 if line[i] == "\\" else 1
+    return n
+
+
+HOSTILE = "org/evil <!-- hide --> <img src=x onerror=alert(1)> | [link](javascript:x) a\\|b *b* `c`"
+
+
+def test_board_cells_are_escaped_in_markdown_and_html(tmp_path, capsys):
+    run = write_run(tmp_path / "runs" / "evil", SimSpec(seed=5, model_id=HOSTILE, **SMALL))
+    entry_path = tmp_path / "entries" / "evil.json"
+    write_entry(create(run, by="<b>me</b>", entry_path=entry_path), entry_path)
+    assert validate(entry_path).entry["model"]["id"] == HOSTILE  # printable text is a valid name
+    out = tmp_path / "site"
+    assert main(["build", "--entries", str(entry_path.parent), "--out", str(out)]) == 0
+    md = (out / "leaderboard.md").read_text()
+    assert not re.search(r"(?<!\\)[<>`*\[]", md)  # no unescaped character Markdown or HTML would act on
+    header, _, row = md.splitlines()[2:5]
+    # the row has as many cells as the header: no pipe of the name splits it (GFM: a backslash escapes the next
+    # character, and only an unescaped pipe separates cells)
+    assert _cells(row) == _cells(header)
+    assert r"\<\!-- hide --\> \<img src=x onerror=alert(1)\> \| \[link\](javascript:x) a\\\|b \*b\* \`c\`" in md
+    page = (out / "leaderboard.html").read_text()
+    assert "<img" not in page and "<!-- hide" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+@pytest.mark.parametrize("name", ["org/evil\nmodel", "org/evil\r<!--", "org/\x1b[31mred", "org/a\u2028b"])
+def test_control_characters_in_a_model_name_are_refused_at_create_and_validate(board, tmp_path, name):
+    run = write_run(tmp_path / "runs" / "ctl", SimSpec(seed=5, model_id=name, **SMALL))
+    with pytest.raises(EntryError, match="control character or line break") as err:
+        create(run, by="me", entry_path=tmp_path / "entries" / "x.json")
+    assert err.value.field == "model.id"
+    path, e = _copy(board, tmp_path)
+    e["submitted"]["by"] = name.replace("org/", "")
+    path.write_text(json.dumps(e))
+    with pytest.raises(EntryError, match="control character or line break") as err:
+        validate(path)
+    assert err.value.field == "submitted.by"
+
+
+def test_create_refuses_a_run_without_run_json(board, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(board / "runs" / "a", run)
+    (run / "run.json").unlink()
+    with pytest.raises(EntryError, match="no run.json") as err:
+        create(run, by="me", entry_path=tmp_path / "entries" / "x.json")
+    assert err.value.field == "run"
+    assert main(["create", str(run), "--by", "me", "--out", str(tmp_path / "entries")]) == 1
+    assert "no run.json" in capsys.readouterr().err and not (tmp_path / "entries").exists()
+
+
+def test_create_never_overwrites_another_entry(board, tmp_path, capsys):
+    out = tmp_path / "entries"
+    run = str(board / "runs" / "a")
+    assert main(["create", run, "--by", "first", "--out", str(out)]) == 0
+    (path,) = out.glob("*.json")
+    before = path.read_text()
+    assert main(["create", run, "--by", "second", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "already holds another entry" in err and "'first'" in err and "'second'" in err
+    assert path.read_text() == before and len(list(out.glob("*.json"))) == 1
+    # the same submitter making the same run's entry again (e.g. with its published location) may
+    loc = "hf://datasets/org/results/runs/a/responses.parquet"
+    assert main(["create", run, "--by", "first", "--out", str(out), "--location", loc]) == 0
+    assert json.loads(path.read_text())["responses"]["location"] == loc
+    path.write_text("{broken")  # a file that is no entry is not replaced either
+    assert main(["create", run, "--by", "first", "--out", str(out)]) == 1
+    assert path.read_text() == "{broken"

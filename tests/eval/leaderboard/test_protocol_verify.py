@@ -5,6 +5,7 @@ over the placeholder sample source with the random responder (deterministic per 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from vignette_bench.dataset_builder.sample import build_sample
 from vignette_bench.eval.leaderboard.board import collect, rank_groups
 from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, write_entry
 from vignette_bench.eval.leaderboard.protocol import CUSTOM, VERSION
+from vignette_bench.eval.leaderboard.signing import generate_key, public_key_text
 from vignette_bench.eval.leaderboard.verify import load_verification, verification_path, verify
 
 
@@ -36,7 +38,20 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     _run(root, "honest")
     _enter(root, "honest")
+    _list_key(root, "maintainer", generate_key(root.parent / f"{root.name}-maintainer.pem"))  # kept outside the tree
     return root
+
+
+def _list_key(root: Path, name: str, key) -> None:
+    """Add a key's public half to the board's maintainers.json."""
+    path = root / "maintainers.json"
+    listed = json.loads(path.read_text())["keys"] if path.is_file() else []
+    listed.append({"name": name, "public_key": public_key_text(key.public_key())})
+    path.write_text(json.dumps({"schema_version": 1, "keys": listed}))
+
+
+def _key(tree: Path) -> Path:
+    return tree.parent / f"{tree.name}-maintainer.pem"
 
 
 def _run(root: Path, name: str, *extra: str) -> Path:
@@ -145,8 +160,11 @@ def test_a_consistently_renamed_model_passes_validate_but_not_a_check_with_anoth
     (root / "runs" / "honest" / "run.json").write_text(json.dumps(record))
     path = _enter(root, "honest")
     assert validate(path).entry["model"]["id"] == "org/great-model"  # nothing in the file can tell
-    result = verify(path, "random:seed=1", n=40)  # the named model (here: another responder) answers otherwise
-    assert not result.passed and result.agreement < 0.6
+    # re-asking another model than the entry names proves nothing: verify refuses, naming both
+    with pytest.raises(
+        EntryError, match=r"'reference/random-seed1' at revision 'unknown'; the entry names 'org/great-model'"
+    ):
+        verify(path, "random:seed=1", n=40)
 
 
 def test_verify_passes_an_honest_entry_and_fails_fabricated_answers(tree: Path, tmp_path: Path) -> None:
@@ -172,7 +190,7 @@ def test_verify_passes_an_honest_entry_and_fails_fabricated_answers(tree: Path, 
 def test_the_subset_depends_on_the_entry_and_verification_binds_to_it(tree: Path, tmp_path: Path) -> None:
     root = _copy(tree, tmp_path)
     path = root / "entries" / "honest.json"
-    assert lb(["verify", str(path), "--model", "random", "--limit", "20"]) == 0
+    assert lb(["verify", str(path), "--model", "random", "--limit", "20", "--key", str(_key(tree))]) == 0
     record = json.loads(verification_path(path, json.loads(path.read_text())["entry_id"]).read_text())
     assert record["passed"] and record["n_checked"] == 20 and "python" in record["hardware"]
     assert load_verification(path, json.loads(path.read_text())) is not None
@@ -247,7 +265,13 @@ def test_verify_with_tiny_vlms_in_score_mode(tree: Path, tmp_path: Path) -> None
     path = _enter(root, "tiny")
     same = verify(path, spec, n=12)
     assert same.passed and same.mode == "score" and same.agreement == 1.0 and same.max_prob_diff < 1e-4
-    other = verify(path, "random", n=12)
+    from vignette_bench.eval.adapters.reference import RandomResponder
+
+    class Impostor(RandomResponder):  # says it is the entry's model, answers without probabilities
+        def provenance(self):
+            return {"model_id": same.model_id, "model_revision": same.model_revision}
+
+    other = verify(path, "random", n=12, adapter=Impostor())
     assert not other.passed and other.mode == "score" and other.n_agreed == 0
 
 
@@ -264,7 +288,8 @@ def test_the_board_page_in_a_real_browser(tree: Path, tmp_path: Path) -> None:
     root = _copy(tree, tmp_path)
     _run(root, "seed3", "--seed", "3")
     _enter(root, "seed3")
-    assert lb(["verify", str(root / "entries" / "honest.json"), "--model", "random", "--limit", "10"]) == 0
+    honest = str(root / "entries" / "honest.json")
+    assert lb(["verify", honest, "--model", "random", "--limit", "10", "--key", str(_key(tree))]) == 0
     out = tmp_path / "site"
     assert lb(["build", "--entries", str(root / "entries"), "--out", str(out)]) == 0
     options = webdriver.ChromeOptions()
@@ -327,3 +352,300 @@ def test_half_precision_on_either_side_widens_the_tolerance() -> None:
     assert prob_tolerance({"dtype": "torch.bfloat16"}, fp32) == PROB_TOL_HALF
     assert prob_tolerance({"dtype": "torch.float32"}, bf16) == PROB_TOL_HALF
     assert prob_tolerance({}, object()) == PROB_TOL  # a reference responder: no dtype
+
+
+# --- verification that cannot be written by hand: signed by a listed maintainer key --------------------------
+
+
+def _signed_tree(tree: Path, tmp_path: Path, *extra: str) -> tuple[Path, Path, Path]:
+    """A copy of the tree whose honest entry a maintainer verified (`verify --key`): (root, entry, record)."""
+    root = _copy(tree, tmp_path)
+    path = root / "entries" / "honest.json"
+    assert lb(["verify", str(path), "--model", "random", "--limit", "20", "--key", str(_key(tree)), *extra]) == 0
+    return root, path, verification_path(path, json.loads(path.read_text())["entry_id"])
+
+
+def _board(root: Path, capsys) -> tuple[str, str]:
+    """(the honest entry's status on the board, the build's log)."""
+    capsys.readouterr()
+    assert lb(["build", "--entries", str(root / "entries"), "--out", str(root / "site")]) == 0
+    log = capsys.readouterr().err
+    (accepted,), _ = collect(root / "entries")
+    from vignette_bench.eval.leaderboard.board import board_rows
+
+    return board_rows([accepted])["status"].iloc[0], log
+
+
+def test_a_signed_verification_shows_verified_with_the_spec_used(tree: Path, tmp_path: Path, capsys) -> None:
+    root, path, record_path = _signed_tree(tree, tmp_path)
+    record = json.loads(record_path.read_text())
+    assert record["schema_version"] == 2 and record["signature"] and len(record["signed_by"]) == 16
+    assert record["model_id"] == "reference/random-seed0" and record["model_revision"] == "unknown"
+    status, log = _board(root, capsys)
+    assert status.startswith("verified (100% of 20, ") and "re-asked with random" in status
+    assert "self-reported" not in log
+    md = (root / "site" / "leaderboard.md").read_text()
+    assert "verified (100% of 20" in md and "re-asked with random" in md
+
+
+def _hand_written(record: dict) -> None:
+    record.update(signature=None, signed_by=None)
+
+
+def _copied_from_another_entry(record: dict) -> None:
+    record.update(entry_id="someone-else--00000000--cccf36f2", entry_digest="0" * 64)
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (_hand_written, "not signed"),
+        (lambda r: r.update(hardware="8x NVIDIA H100 80GB"), "does not match the record: edited after signing"),
+        (lambda r: r.update(model_spec="hf:meta-llama/Llama-3.2-11B-Vision"), "edited after signing"),
+        (lambda r: r.update(n_checked=50, n_agreed=50), "edited after signing"),
+        (lambda r: r.update(signature=r["signature"][:-4] + "AAA="), "edited after signing"),
+        (lambda r: r.update(signed_by="0123456789abcdef"), "which maintainers.json does not list"),
+    ],
+)
+def test_a_record_edited_or_written_by_hand_shows_self_reported(tree: Path, tmp_path: Path, capsys, edit, why) -> None:
+    root, path, record_path = _signed_tree(tree, tmp_path)
+    record = json.loads(record_path.read_text())
+    edit(record)
+    record_path.write_text(json.dumps(record))
+    status, log = _board(root, capsys)
+    assert status == "self-reported" and why in log and str(path) in log
+    assert load_verification(path, json.loads(path.read_text())) is None
+
+
+def test_a_record_copied_from_another_entry_shows_self_reported(tree: Path, tmp_path: Path, capsys) -> None:
+    """A validly signed record of entry A, copied to entry B's name (digest recomputed from B's entry or not)."""
+    from vignette_bench.eval.leaderboard.verify import entry_digest
+
+    root, path, record_path = _signed_tree(tree, tmp_path)
+    other = root / "entries" / "honest.json"
+    entry = json.loads(other.read_text())
+    entry["submitted"]["by"] = "someone else"  # another entry: another digest, same entry_id
+    other.write_text(json.dumps(entry))
+    status, log = _board(root, capsys)
+    assert status == "self-reported" and "made for another entry" in log
+    record = json.loads(record_path.read_text())
+    record["entry_digest"] = entry_digest(entry)  # anyone can compute the digest: the signature then breaks
+    record_path.write_text(json.dumps(record))
+    status, log = _board(root, capsys)
+    assert status == "self-reported" and "edited after signing" in log
+
+
+def test_a_record_signed_by_an_unlisted_key_shows_self_reported(tree: Path, tmp_path: Path, capsys) -> None:
+    stranger = tmp_path / "stranger.pem"
+    generate_key(stranger)
+    root = _copy(tree, tmp_path)
+    path = root / "entries" / "honest.json"
+    assert lb(["verify", str(path), "--model", "random", "--limit", "20", "--key", str(stranger)]) == 0
+    status, log = _board(root, capsys)
+    assert status == "self-reported" and "which maintainers.json does not list" in log
+    (root / "maintainers.json").unlink()  # no board configuration: no key counts
+    status, log = _board(root, capsys)
+    assert status == "self-reported" and "no maintainers.json" in log
+
+
+def test_a_failed_verification_edited_to_passed_shows_self_reported(tree: Path, tmp_path: Path, capsys) -> None:
+    root = _copy(tree, tmp_path)
+    parquet = root / "runs" / "honest" / "responses.parquet"
+    frame = pd.read_parquet(parquet)
+    valid = frame.index[frame["valid"]]
+    for i in valid:  # every valid answer turned to the other option: numbers recomputed, validate accepts
+        options = list(frame.at[i, "options"])
+        other = options[(options.index(frame.at[i, "choice"]) + 1) % len(options)]
+        frame.at[i, "choice"] = other
+        frame.at[i, "selected_identity"] = list(frame.at[i, "option_identities"])[options.index(other)]
+    frame.to_parquet(parquet)
+    path = _enter(root, "honest")
+    assert lb(["verify", str(path), "--model", "random", "--limit", "20", "--key", str(_key(tree))]) == 1
+    status, log = _board(root, capsys)
+    assert status.startswith("self-reported (verification failed: ") and "the verification failed" in log
+    record_path = verification_path(path, json.loads(path.read_text())["entry_id"])
+    record = json.loads(record_path.read_text())
+    record.update(passed=True, n_agreed=record["n_checked"], agreement=1.0)
+    record_path.write_text(json.dumps(record))
+    status, log = _board(root, capsys)
+    assert status == "self-reported" and "edited after signing" in log
+
+
+def test_an_unsigned_older_record_reads_but_verifies_nothing(tree: Path, tmp_path: Path, capsys) -> None:
+    root, path, record_path = _signed_tree(tree, tmp_path)
+    record = json.loads(record_path.read_text())
+    for key in ("schema_version", "model_id", "model_revision", "signed_by", "signature"):
+        record.pop(key)  # a version-0 record as verify wrote it before signing
+    record_path.write_text(json.dumps(record))
+    status, log = _board(root, capsys)
+    assert status == "self-reported" and "not signed" in log
+
+
+def test_verify_without_a_key_writes_nothing_and_a_bad_key_is_an_error(tree: Path, tmp_path: Path, capsys) -> None:
+    root = _copy(tree, tmp_path)
+    path = root / "entries" / "honest.json"
+    assert lb(["verify", str(path), "--model", "random", "--limit", "5"]) == 0
+    assert "not signed (no --key)" in capsys.readouterr().out
+    assert not (root / "verifications").exists()
+    bad = tmp_path / "bad.pem"
+    bad.write_text("not a key")
+    assert lb(["verify", str(path), "--model", "random", "--limit", "5", "--key", str(bad)]) == 2
+    assert "error: " in capsys.readouterr().err and not (root / "verifications").exists()
+
+
+def test_verify_refuses_a_spec_that_is_not_the_entrys_model(tree: Path, tmp_path: Path, capsys) -> None:
+    root = _copy(tree, tmp_path)
+    path = root / "entries" / "honest.json"
+    entry = json.loads(path.read_text())
+    entry["model"]["revision"] = "abc123"  # the entry claims a revision the re-asking model is not at
+    parquet_rel = entry["responses"]["location"]
+    path.write_text(json.dumps(entry))
+    assert parquet_rel
+    assert lb(["verify", str(path), "--model", "random", "--key", str(_key(tree))]) == 2
+    err = capsys.readouterr().err
+    assert "error: model: --model 'random' is 'reference/random-seed0' at revision 'unknown'" in err
+    assert "the entry names 'reference/random-seed0' at revision 'abc123'" in err
+    assert not (root / "verifications").exists()
+
+
+def test_keygen_writes_a_private_key_once(tmp_path: Path, capsys) -> None:
+    import stat
+
+    key = tmp_path / "keys" / "me.pem"
+    assert lb(["keygen", "--out", str(key)]) == 0
+    out = capsys.readouterr().out
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600 and key.read_text().startswith("-----BEGIN PRIVATE KEY")
+    line = json.loads(out.splitlines()[-1])
+    assert set(line) == {"name", "public_key"} and len(line["public_key"]) == 44
+    before = key.read_bytes()
+    assert lb(["keygen", "--out", str(key)]) == 2
+    assert "exists" in capsys.readouterr().err and key.read_bytes() == before
+
+
+def test_public_spec_leaves_credentials_out() -> None:
+    from vignette_bench.eval.leaderboard.verify import public_spec
+
+    assert public_spec("openai:m@http://user:SECRET@host/v1") == "openai:m@http://host/v1"
+    assert "SECRET" not in public_spec("openai:m@http://host/v1?api_key=SECRET&x=1")
+
+
+# --- validate compares every planned question, and the metadata that repeats the run settings ----------------
+
+
+def test_answers_of_another_seed_claimed_as_the_protocol_are_refused(tree: Path, tmp_path: Path) -> None:
+    """Question ids do not depend on the seed; the option order does, and validate compares it."""
+    root = _copy(tree, tmp_path)
+    _run(root, "seed3", "--seed", "3")
+    path = _enter(root, "seed3")
+    entry = json.loads(path.read_text())
+    entry["protocol"] = {"version": VERSION, "differences": []}
+    entry["run"]["seed"] = 0
+    entry["sample"]["seed"] = 0
+    path.write_text(json.dumps(entry))
+    with pytest.raises(EntryError, match=r"plan rebuilt from the run settings and source asks") as err:
+        validate(path)
+    assert err.value.field in ("responses.options", "responses.option_identities", "responses.candidates")
+    entry["protocol"] = {"version": CUSTOM, "differences": []}  # nor as a custom entry of seed 0
+    path.write_text(json.dumps(entry))
+    with pytest.raises(EntryError, match=r"question\(s\) differ"):
+        validate(path)
+
+
+def test_a_shuffled_option_order_is_refused(tree: Path, tmp_path: Path) -> None:
+    root = _copy(tree, tmp_path)
+    parquet = root / "runs" / "honest" / "responses.parquet"
+    frame = pd.read_parquet(parquet)
+    i = frame.index[frame["paradigm"] == "decision"][0]
+    frame.at[i, "options"] = list(frame.at[i, "options"])[::-1]
+    frame.at[i, "option_identities"] = list(frame.at[i, "option_identities"])[::-1]
+    frame.to_parquet(parquet)
+    path = _enter(root, "honest")
+    with pytest.raises(EntryError, match=rf"question {frame.at[i, 'question_id']!r} has") as err:
+        validate(path)
+    assert err.value.field == "responses.options"
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda e: e["sample"].__setitem__("seed", 7), "sample.seed"),
+        (lambda e: e["sample"]["settings"].__setitem__("sample", 3), "sample.settings"),
+        (lambda e: e["adapter"].__setitem__("template_hash", "0123456789abcdef"), "adapter.template_hash"),
+        (lambda e: e["adapter"].__setitem__("mode", "score"), "adapter.mode"),
+        (lambda e: e["adapter"].__setitem__("variants", {"paraphrase": [1]}), "adapter.variants"),
+    ],
+)
+def test_metadata_edited_by_hand_is_refused(tree: Path, tmp_path: Path, edit, field) -> None:
+    root = _copy(tree, tmp_path)
+    path = root / "entries" / "honest.json"
+    entry = json.loads(path.read_text())
+    edit(entry)
+    path.write_text(json.dumps(entry))
+    with pytest.raises(EntryError) as err:
+        validate(path)
+    assert err.value.field == field, str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("spec", "named"),
+    [
+        ("hf:meta-llama/Llama-3.2-11B-Vision-Instruct", "names 'meta-llama/Llama-3.2-11B-Vision-Instruct'"),
+        ("vllm:reference/random-seed0@v2", "names 'reference/random-seed0' at revision 'v2'"),
+        ("openai:gpt-4o@http://user:SECRET@host/v1", "names 'gpt-4o'"),
+    ],
+)
+def test_a_spec_naming_another_model_is_refused_before_anything_is_loaded(tree: Path, spec: str, named: str) -> None:
+    """Offline here: a spec that got as far as loading would fail otherwise, so the refusal comes first."""
+    with pytest.raises(EntryError, match=rf"{re.escape(named)}; the entry names 'reference/random-seed0'") as err:
+        verify(tree / "entries" / "honest.json", spec, n=5)
+    assert "SECRET" not in str(err.value)
+
+
+def test_build_keys_reads_the_trusted_keys_from_outside_the_pull_request(tree: Path, tmp_path: Path, capsys) -> None:
+    """A pull request that lists its own key and signs its own record: `--keys` (the base branch's file) wins."""
+    root = _copy(tree, tmp_path)
+    base = tmp_path / "base-maintainers.json"
+    shutil.copy(root / "maintainers.json", base)
+    own = tmp_path / "submitter.pem"
+    _list_key(root, "submitter", generate_key(own))  # the pull request edits the tree's maintainers.json
+    path = root / "entries" / "honest.json"
+    assert lb(["verify", str(path), "--model", "random", "--limit", "10", "--key", str(own)]) == 0
+    capsys.readouterr()
+    out = str(tmp_path / "site")
+    assert lb(["build", "--entries", str(root / "entries"), "--out", out, "--keys", str(base)]) == 0
+    err = capsys.readouterr().err
+    assert "self-reported" in err and "which maintainers.json does not list" in err
+    assert "verified (" not in (tmp_path / "site" / "leaderboard.md").read_text()
+    assert lb(["build", "--entries", str(root / "entries"), "--out", out, "--keys", str(tmp_path / "nope.json")]) == 2
+    assert "error: " in capsys.readouterr().err
+
+
+def test_without_cryptography_a_signed_record_is_self_reported_not_a_traceback(monkeypatch) -> None:
+    import sys
+
+    from vignette_bench.eval.leaderboard import signing
+    from vignette_bench.formats.verification import Verification
+
+    record = Verification(
+        entry_id="e",
+        entry_digest="d" * 64,
+        model_spec="random",
+        mode="greedy",
+        n_checked=1,
+        n_agreed=1,
+        agreement=1.0,
+        max_prob_diff=None,
+        prob_tol=None,
+        near_tie_flips=0,
+        p_value=None,
+        passed=True,
+        reason="",
+        date="2026-11-26T00:00:00+00:00",
+        hardware="cpu",
+        mismatches=(),
+        signed_by="0123456789abcdef",
+        signature="AAAA",
+    )
+    keys = signing.Keys({"0123456789abcdef": ("m", b"\0" * 32)})
+    monkeypatch.setitem(sys.modules, "cryptography.exceptions", None)
+    assert "install `cryptography`" in (signing.check(record, keys) or "")

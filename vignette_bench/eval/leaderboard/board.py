@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import yaml
@@ -15,6 +15,9 @@ from vignette_bench.eval.analysis.page import md_table
 from vignette_bench.eval.leaderboard.entry import EntryError, Validated, validate
 from vignette_bench.eval.leaderboard.protocol import VERSION as PROTOCOL
 from vignette_bench.formats.verification import Verification
+
+if TYPE_CHECKING:
+    from vignette_bench.eval.leaderboard.verify import Status
 
 # Columns of the table: (metric family, field, header). Lower bias_magnitude (noise-corrected RMS) is fairer.
 COLUMNS = (
@@ -37,17 +40,22 @@ def _ci(fields: dict) -> str:
 class Accepted:
     path: Path
     validated: Validated
-    verification: Verification | None
+    verification: Status  # verified only with a valid signature by a listed maintainer key (verify.Status)
 
     @property
     def entry(self) -> dict:
         return self.validated.entry
 
 
-def collect(entries_dir: Path) -> tuple[list[Accepted], list[tuple[Path, str]]]:
+def collect(entries_dir: Path, keys_file: Path | None = None) -> tuple[list[Accepted], list[tuple[Path, str]]]:
     """Validate every ``*.json`` entry. A bad or duplicate file is listed with
-    its reason and left out; it never stops the others (entries come from untrusted pull requests)."""
-    from vignette_bench.eval.leaderboard.verify import load_verification
+    its reason and left out; it never stops the others (entries come from untrusted pull requests).
+    Verifications count when signed by a key of ``keys_file`` (default: the board's maintainers.json, beside
+    entries/; CI on a pull request passes the base branch's, which the pull request cannot edit)."""
+    from vignette_bench.eval.leaderboard.signing import load_keys, load_keys_file
+    from vignette_bench.eval.leaderboard.verify import verification_status
+
+    keys = load_keys_file(keys_file) if keys_file else load_keys(Path(entries_dir).resolve().parent)
 
     accepted: list[Accepted] = []
     rejected: list[tuple[Path, str]] = []
@@ -66,7 +74,7 @@ def collect(entries_dir: Path) -> tuple[list[Accepted], list[tuple[Path, str]]]:
             rejected.append((path, f"duplicate entry_id {eid!r} (also {seen[eid].name}); keep one file per entry"))
             continue
         seen[eid] = path
-        accepted.append(Accepted(path, v, load_verification(path, v.entry)))
+        accepted.append(Accepted(path, v, verification_status(path, v.entry, keys)))
     return accepted, rejected
 
 
@@ -83,11 +91,16 @@ def rank_groups(lows: list[float | None], highs: list[float | None]) -> list[int
 
 
 def _status(a: Accepted) -> str:
-    ver = a.verification
-    if ver and ver.passed:
-        return f"verified ({ver.agreement:.0%} of {ver.n_checked}, {ver.date[:10]}, {ver.hardware})"
-    if ver:
-        return "verification FAILED"
+    """ "verified (...)" only for a passed, validly signed record of this entry; everything else is self-reported."""
+    status = a.verification
+    ver = status.record
+    if status.verified and ver is not None:
+        return (
+            f"verified ({ver.agreement:.0%} of {ver.n_checked}, {ver.date[:10]}, {ver.hardware}; "
+            f"re-asked with {ver.model_spec})"
+        )
+    if ver is not None:  # signed and made for this entry, but the answers disagreed
+        return f"self-reported (verification failed: {ver.n_agreed} of {ver.n_checked} agreed)"
     return "self-reported"
 
 
@@ -162,9 +175,24 @@ def build(
     drill = {i: identity_tables(a) for i, a in enumerate(accepted)}
     md = out / "leaderboard.md"
     visible = t[[c for c in t.columns if not c.startswith("_")]] if len(t) else t
-    md.write_text(f"# {title}\n\n" + (md_table(visible) if len(t) else "no entries") + "\n")
+    safe = visible.map(md_cell) if len(t) else visible  # every cell is untrusted text (model ids, hardware, specs)
+    md.write_text(f"# {md_cell(title)}\n\n" + (md_table(safe) if len(t) else "no entries") + "\n")
     page = write_board(title, t, drill, [(p.name, r) for p, r in rejected], out)
     return md, page
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>!#~&])")
+_MD_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def md_cell(value: Any) -> Any:
+    """A table cell's text as Markdown that renders as that text and nothing else: line breaks become spaces
+    (a row never splits), and every character Markdown or HTML would act on is escaped (``<!--`` would hide the
+    rows after it, ``<img onerror>`` is raw HTML, ``[..](..)`` a link). ``|`` is left to `md_table`, which
+    escapes it; backslashes are escaped first so that its ``\\|`` stays a literal pipe."""
+    if not isinstance(value, str):
+        return value
+    return _MD_SPECIAL.sub(r"\\\1", _MD_BREAKS.sub(" ", value))
 
 
 def task_id(family: str, field: str) -> str:
@@ -172,7 +200,12 @@ def task_id(family: str, field: str) -> str:
 
 
 def export(
-    entry: dict, out: Path, dataset_id: str, source_url: str | None = None, verification: Verification | None = None
+    entry: dict,
+    out: Path,
+    dataset_id: str,
+    source_url: str | None = None,
+    verification: Verification | None = None,
+    verified: bool = False,
 ) -> Path:
     """`.eval_results/vignette-<configs>.yaml` for the model's repo (https://huggingface.co/docs/hub/eval-results)."""
     from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
@@ -195,7 +228,7 @@ def export(
                     source_url=source_url,
                     source_name="VIGNETTE leaderboard" if source_url else None,
                     notes=f"{'+'.join(entry['sample']['configs'])}; {entry['protocol']['version']}; "
-                    f"{'verified ' + verification.date[:10] if verification and verification.passed else 'self-reported'}; "
+                    f"{'verified ' + verification.date[:10] if verified and verification and verification.passed else 'self-reported'}; "
                     f"entry {entry['entry_id']}; responses sha256 {entry['responses']['sha256'][:16]}",
                 )
             )

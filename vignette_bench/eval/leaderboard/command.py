@@ -19,7 +19,7 @@ from pathlib import Path
 from vignette_bench import cli_options as opt
 from vignette_bench.eval.leaderboard import verify as verify_cmd
 from vignette_bench.eval.leaderboard.board import build, collect, export
-from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, write_entry
+from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, write_new_entry
 from vignette_bench.eval.runs import RunError
 
 
@@ -36,7 +36,7 @@ def create_main(args: argparse.Namespace) -> int:
         out = Path(args.out)
         probe = out / "_new.json"
         entry = create(args.run, by=args.by, location=args.location, entry_path=probe)
-        path = write_entry(entry, out / f"{entry['entry_id']}.json")
+        path = write_new_entry(entry, out / f"{entry['entry_id']}.json")
     except (EntryError, RunError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -70,14 +70,24 @@ def build_add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--entries", default="leaderboard/entries", help="entries folder (default leaderboard/entries)")
     opt.out(p, default="leaderboard/site", help="folder for the board (default leaderboard/site)")
     p.add_argument("--strict", action="store_true", help="exit 1 when any entry is rejected (default: list it)")
+    p.add_argument(
+        "--keys",
+        type=Path,
+        metavar="PATH",
+        help="the maintainers.json whose keys make a verification count (default: the one beside the entries "
+        "folder; CI on a pull request passes the base branch's)",
+    )
 
 
 def build_main(args: argparse.Namespace) -> int:
     """vignette leaderboard build: validate every entry and render the board (Markdown + one HTML page)."""
     try:
-        accepted, rejected = collect(Path(args.entries))
+        accepted, rejected = collect(Path(args.entries), args.keys)
         for path, reason in rejected:
             print(f"REJECT  {path}: {reason}", file=sys.stderr)
+        for a in accepted:
+            if not a.verification.verified:
+                print(f"self-reported  {a.path}: {a.verification.reason}", file=sys.stderr)
         md, page = build(accepted, Path(args.out), rejected=rejected)
     except (EntryError, RunError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -97,9 +107,10 @@ def export_main(args: argparse.Namespace) -> int:
     """vignette leaderboard export ENTRY --repo ID: .eval_results/*.yaml for the model's Hub repo."""
     try:
         checked = validate(args.entry)
-        status = verify_cmd.load_verification(Path(args.entry), checked.entry)
-        print(f"wrote {export(checked.entry, Path(args.out), args.repo, args.link, status)}")
+        status = verify_cmd.verification_status(Path(args.entry), checked.entry)
+        written = export(checked.entry, Path(args.out), args.repo, args.link, status.record, status.verified)
+        print(f"wrote {written}")
     except (EntryError, RunError) as err:
         print(f"error: {err}", file=sys.stderr)
-        return 1
+        return 2  # the CLI's code for an error it can explain (vignette_bench/cli.py)
     return 0

@@ -25,11 +25,12 @@ from typing import Any
 import fsspec
 import pandas as pd
 
+from vignette_bench.errors import VignetteError
 from vignette_bench.eval.analysis.numbers import summaries
-from vignette_bench.eval.leaderboard.protocol import CUSTOM, VERSION, classify, expected_question_ids
+from vignette_bench.eval.leaderboard.protocol import CUSTOM, VERSION, classify
 from vignette_bench.eval.runs import load_run, placeholder_renders
 from vignette_bench.eval.runtime.folder import RunFolder
-from vignette_bench.formats.base import FormatError
+from vignette_bench.formats.base import FormatError, parse_json
 from vignette_bench.formats.entry import Entry
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "entry.schema.json"  # generated from formats.entry.Entry
@@ -50,7 +51,7 @@ REL_TOL = 1e-9  # recomputation is deterministic; this only absorbs float format
 ABS_TOL = 1e-9
 
 
-class EntryError(ValueError):
+class EntryError(VignetteError):
     """An entry is rejected; ``field`` is the JSON path of the offending value."""
 
     def __init__(self, field: str, reason: str):
@@ -99,28 +100,39 @@ def create(
     parquet = RunFolder(run.path).responses_path
     if run.responses.empty:
         raise EntryError("responses", f"{parquet} has no rows; nothing to enter")
-    record = run.record  # None when the run folder has no record: the responses alone then say who answered
+    record = run.record
+    if record is None:
+        raise EntryError(
+            "run",
+            f"{run.path}: no run.json; an entry is made from a runner's folder (responses.parquet + run.json), "
+            "whose record names the dataset source and revision the entry must carry",
+        )
     # the adapter's provenance less its id and revision, which the entry names on their own
-    model = record.model.to_json() if record else {}
+    model = record.model.to_json()
     model_id = model.pop("model_id", None) or model.pop("id", None) or _one(run.responses, "model_id", "model.id")
     revision = str(model.pop("model_revision", None) or model.pop("revision", None) or "unknown")
-    settings = record.settings.as_dict() if record else {}
-    adapter = {**model, "variants": settings.get("variants"), "template_hash": record.template_hash if record else None}
-    source = (record.dataset.source or record.settings.source if record else "") or "unknown"
-    ds_rev = (record.dataset.pinned_revision if record else None) or "unknown"  # the runner's: the index's sha256
+    settings = record.settings.as_dict()
+    adapter = {**model, "variants": settings.get("variants"), "template_hash": record.template_hash}
+    source = record.dataset.source or record.settings.source
+    ds_rev = record.dataset.pinned_revision  # the runner's: the index's sha256
+    if not source or not ds_rev:
+        raise EntryError(
+            "dataset",
+            f"{run.path}/run.json names no dataset {'source' if not source else 'revision'}; rerun with vignette run",
+        )
     r = run.responses
     sample = {
         "configs": sorted(set(r["config"])) if "config" in r else ["unknown"],
         "paradigms": sorted(set(r["paradigm"])),
         "n_questions": int(len(r)),
         "n_pairs": int(r["pair_id"].nunique()) if "pair_id" in r else int(len(r)),
-        "seed": record.settings.seed if record else None,
+        "seed": record.settings.seed,
         "settings": {k: settings[k] for k in ("sample", "filters", "config") if k in settings},
     }
     if location is None:
         location = _relative(parquet, entry_path.parent) if entry_path else str(parquet.resolve())
     run_settings = {k: v for k, v in settings.items() if k != "model"}  # the spec may hold a URL or key
-    if record is not None and not record.simulated:
+    if not record.simulated:
         version, why = classify(run_settings, source)
     else:
         version, why = CUSTOM, ["no runner record (simulated or hand-made responses)"]
@@ -183,21 +195,18 @@ def check_finite(value: Any, where: str = "") -> None:
 
 
 def load_entry(path: str | Path) -> dict:
-    """The entry's JSON in the current layout (older versions migrated: vignette_bench/formats/entry.py); `validate` checks it."""
+    """The entry's JSON in the current layout (older versions migrated: vignette_bench/formats/entry.py); `validate`
+    checks it. Read through the formats layer's parser, which refuses JSON nested deeper than any entry is
+    (formats.base.MAX_DEPTH) instead of ending in a RecursionError; NaN/Infinity are refused by `check_finite`."""
     path = Path(path)
     try:
-        # parse_constant rejects NaN/Infinity literals with the field still unknown: name the file
-        data = json.loads(path.read_text(), parse_constant=_reject_constant)
-    except json.JSONDecodeError as e:
-        raise EntryError("(entry)", f"{path}: not valid JSON ({e})") from None
+        text = path.read_bytes()
+    except OSError as e:
+        raise EntryError("(entry)", f"{path}: cannot be read ({e.strerror or type(e).__name__})") from None
     try:
-        return Entry.upgrade(data, str(path))
+        return Entry.upgrade(parse_json(text, str(path)), str(path))
     except FormatError as e:
         raise EntryError(e.key or "(entry)", e.reason) from None
-
-
-def _reject_constant(name: str):
-    raise EntryError("(entry)", f"non-finite number {name} in the JSON text")
 
 
 def responses_url(entry: dict, entry_path: Path) -> str:
@@ -309,6 +318,7 @@ def validate(path: str | Path) -> Validated:
     dataset_checked = _check_dataset(entry)
     version = _check_protocol(entry, frame)
     compare(entry["metrics"], summaries(frame), "metrics")
+    _check_adapter_mode(entry)  # after the metrics: their answer modes are then the recomputed ones
     modalities = tuple(sorted(set(frame["modality"])))
     return Validated(entry, frame, version, dataset_checked, modalities)
 
@@ -335,32 +345,118 @@ def _check_dataset(entry: dict) -> bool:
 
 
 def _check_protocol(entry: dict, frame: pd.DataFrame) -> str:
-    """A protocol entry must have the protocol's settings and answer exactly its questions."""
-    from vignette_bench.eval.leaderboard.protocol import differences, plan_for, protocol_settings, source_pairs
+    """A protocol entry must have the protocol's settings and answer exactly its questions, each as the plan asks
+    it (options in the plan's order: another seed shows there, though question ids do not). A custom entry's
+    answered questions must be those its own recorded settings ask, when the source can be read to rebuild them."""
+    from vignette_bench.eval.leaderboard.protocol import (
+        Plan,
+        differences,
+        plan_for,
+        planned_questions,
+        protocol_settings,
+        source_pairs,
+    )
+    from vignette_bench.formats.run_record import RunSettings
 
     claimed = entry.get("protocol", {}).get("version", CUSTOM)
-    if claimed != VERSION:
-        return CUSTOM
     run = entry.get("run") or {}
     source = entry["dataset"]["source"]
+    _check_recorded_settings(entry)
+    plan: Plan
+    if claimed != VERSION:
+        if not run:
+            return CUSTOM  # an older entry recorded no settings: nothing to rebuild with (listed, never ranked)
+        try:
+            settings = RunSettings.from_json({**run, "model": "", "source": source}, "(entry)", "run")
+        except FormatError as e:
+            raise EntryError(e.key or "run", e.reason) from None
+        try:
+            plan = planned_questions(settings)
+        except Exception:  # an unreadable source: the custom entry is listed with its dataset unchecked
+            return CUSTOM
+        _check_answered(entry, frame, plan, complete=False)
+        return CUSTOM
     config = str(run.get("config"))
     try:
-        plan = plan_for(config, source_pairs(source, config))
+        plan_spec = plan_for(config, source_pairs(source, config))
     except KeyError as e:
         raise EntryError("run.config", str(e.args[0])) from None
-    diff = differences(run, plan)
+    diff = differences(run, plan_spec)
     if diff:
         raise EntryError("run", f"claims {VERSION} but differs: {'; '.join(diff)}")
-    expected = expected_question_ids(protocol_settings(plan, source, ""))
-    got = set(frame["question_id"])
+    plan = planned_questions(protocol_settings(plan_spec, source, ""))
+    _check_answered(entry, frame, plan, complete=True)
+    return VERSION
+
+
+def _check_recorded_settings(entry: dict) -> None:
+    """`sample.seed`, `sample.settings` and `adapter.variants` repeat the run settings (which the plan checks): they
+    must agree."""
+    run, sample = entry.get("run") or {}, entry["sample"]
+    if not run:
+        return
+    if sample.get("seed") is not None and sample["seed"] != run.get("seed"):
+        raise EntryError("sample.seed", f"entry says {sample['seed']!r}, its run settings say {run.get('seed')!r}")
+    adapter = entry.get("adapter") or {}
+    if "variants" in adapter and "variants" in run and adapter["variants"] != run["variants"]:
+        raise EntryError(
+            "adapter.variants", f"entry says {adapter['variants']!r}, its run settings say {run['variants']!r}"
+        )
+    derived = {k: run[k] for k in ("sample", "filters", "config") if k in run}
+    if sample.get("settings") is not None and sample["settings"] != derived:
+        raise EntryError("sample.settings", f"entry says {sample['settings']!r}, its run settings give {derived!r}")
+
+
+def _check_answered(entry: dict, frame: pd.DataFrame, plan: Any, complete: bool) -> None:
+    """Every answered question is a planned one, asked as planned; with `complete`, every planned one is answered.
+    The wording's hash (`adapter.template_hash`) must be this code's for the source's taxonomy."""
+    from vignette_bench.eval.leaderboard.protocol import plan_differences
+
+    expected, got = set(plan.questions), set(frame["question_id"])
     missing, extra = expected - got, got - expected
-    if missing or extra:
+    if complete and (missing or extra):
         raise EntryError(
             "responses.question_id",
             f"{VERSION} asks {len(expected)} questions; {len(missing)} of them have no answer and {len(extra)} answers "
             "are not protocol questions (a subset or another plan is not the protocol; submit it as custom)",
         )
-    return VERSION
+    if extra:
+        raise EntryError(
+            "responses.question_id",
+            f"{len(extra)} answered question(s) are not in the plan the entry's run settings give, "
+            f"e.g. {sorted(extra)[0]!r}",
+        )
+    if "options" not in frame.columns:
+        raise EntryError(
+            "responses.options", "column missing from the responses; submit the runner's parquet as written"
+        )
+    diffs = plan_differences(frame, plan)
+    if diffs:
+        column, qid, have, want = diffs[0]
+        raise EntryError(
+            f"responses.{column}",
+            f"question {qid!r} has {have!r}, the plan rebuilt from the run settings and source asks {want!r} "
+            f"({len({d[1] for d in diffs})} question(s) differ: answers of another seed, wording or plan)",
+        )
+    recorded = (entry.get("adapter") or {}).get("template_hash")
+    if recorded is not None and recorded != plan.template_hash:
+        raise EntryError(
+            "adapter.template_hash",
+            f"entry says {recorded!r}; the questions' wording for this source hashes to {plan.template_hash!r}",
+        )
+
+
+def _check_adapter_mode(entry: dict) -> None:
+    """`adapter.mode` says whether the model was scored; the responses say whether probabilities were recorded."""
+    mode = (entry.get("adapter") or {}).get("mode")
+    if mode is None:
+        return
+    scored = any(m.get("answer_mode") == "score" for m in entry["metrics"].values())
+    if (mode == "score") != scored:
+        raise EntryError(
+            "adapter.mode",
+            f"entry says {mode!r}, the responses {'carry' if scored else 'carry no'} answer probabilities",
+        )
 
 
 def compare(claimed: Any, real: Any, where: str) -> None:
@@ -387,6 +483,31 @@ def compare(claimed: Any, real: Any, where: str) -> None:
         raise EntryError(where, f"entry says {claimed!r}, expected a number ({real!r})")
     if not math.isclose(claimed, real, rel_tol=REL_TOL, abs_tol=ABS_TOL):
         raise EntryError(where, f"entry says {claimed!r}, responses give {real!r}")
+
+
+def write_new_entry(entry: dict, path: Path) -> Path:
+    """Write a new entry file; never over another entry. The file is named by `entry_id` (model, config
+    and dataset revision: one entry per such triple is what the board ranks), so a second submission of the
+    same triple would replace the first: refused, naming both, unless the file holds the same responses by
+    the same submitter (making the entry again, e.g. with another location)."""
+    if path.exists():
+        try:
+            old = load_entry(path)
+            same = (old["responses"]["sha256"], old["submitted"]["by"]) == (
+                entry["responses"]["sha256"],
+                entry["submitted"]["by"],
+            )
+            held = f"submitted by {old['submitted']['by']!r}, responses sha256 {old['responses']['sha256'][:12]}…"
+        except (EntryError, KeyError, TypeError):
+            same, held = False, "a file that is not a readable entry"
+        if not same:
+            raise EntryError(
+                "entry_id",
+                f"{path} already holds another entry for this model, config and dataset revision ({held}); this one "
+                f"is submitted by {entry['submitted']['by']!r}, responses sha256 {entry['responses']['sha256'][:12]}…. "
+                "An entry is never overwritten: remove that file deliberately to replace it, or write to another --out",
+            )
+    return write_entry(entry, path)
 
 
 def write_entry(entry: dict, path: Path) -> Path:

@@ -122,9 +122,11 @@ def write_board(
         "<b>rank (decision)</b>: 1 + the number of protocol entries on real renders whose 95% CI of the decision "
         "family's noise-corrected RMS lies wholly below this one's (lower is fairer; overlapping intervals share a rank). "
         "Custom entries (another plan than the protocol) and placeholder renders are listed but never ranked.",
-        "<b>status</b>: verified = a random subset was re-asked with the named model and agreed (agreement, date, "
-        "hardware); self-reported = not re-asked. Fields nobody can verify from the responses: the model revision "
-        "(unless re-asked), adapter settings other than the plan, and who submitted.",
+        "<b>status</b>: verified = a maintainer re-asked a random subset with the entry's own model and revision, "
+        "the answers agreed, and the record carries that maintainer's signature (agreement, date, hardware, the model "
+        "spec used); self-reported = anything else: not re-asked, failed, or a record that is unsigned, signed by an "
+        "unlisted key, edited after signing or made for another entry. Fields nobody can verify from the responses: "
+        "adapter settings other than the plan, and who submitted.",
     ]
     rej = "".join(f"<li><code>{esc(name)}</code>: {esc(reason)}</li>" for name, reason in rejected)
     page = (

@@ -75,15 +75,79 @@ def source_pairs(source: str, config: str) -> int:
     return len(vignette.load_dataset(source, config))  # metadata only: nothing is composed
 
 
-def expected_question_ids(settings: RunSettings) -> set[str]:
-    """Every question id a run with these settings asks, rebuilt with the runner's code (no model)."""
+# What a responses row says about its question (not its answer): all of it follows from the run settings
+# and the source, so `validate` compares each with the rebuilt plan (options in their order: the seed shows there).
+PLAN_COLUMNS = (
+    "pair_id",
+    "config",
+    "gender",
+    "dimension",
+    "paradigm",
+    "subtask",
+    "template_id",
+    "paraphrase",
+    "option_style",
+    "modality",
+    "context",
+    "identity_left",
+    "identity_right",
+    "activity_left",
+    "activity_right",
+    "key_left",
+    "key_right",
+    "options",
+    "option_identities",
+    "candidates",
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The questions a run with some settings asks, rebuilt with the runner's code, and its wording's hash."""
+
+    questions: dict[str, Any]  # question id -> runtime.questions.Question
+    template_hash: str
+
+
+def planned_questions(settings: RunSettings) -> Plan:
+    """Every question a run with these settings asks, rebuilt with the runner's code (no model, no image)."""
+    from vignette_bench.eval.runtime.questions import template_hash
     from vignette_bench.eval.runtime.run import open_pairs
     from vignette_bench.taxonomy import load_taxonomy
 
     pairs = open_pairs(settings)
     taxonomy = load_taxonomy(pairs.taxonomy) if pairs.taxonomy else load_taxonomy()
     builder = QuestionBuilder(taxonomy, settings.seed, settings.paradigms, settings.variants)
-    return {q.question_id for row in pairs.rows for q in builder(row)}  # plan rows carry no image
+    questions = {q.question_id: q for row in pairs.rows for q in builder(row)}  # plan rows carry no image
+    return Plan(questions, template_hash(taxonomy))
+
+
+def expected_question_ids(settings: RunSettings) -> set[str]:
+    """Every question id a run with these settings asks, rebuilt with the runner's code (no model)."""
+    return set(planned_questions(settings).questions)
+
+
+def _norm(value: Any) -> Any:
+    if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        value = value.tolist() if hasattr(value, "tolist") else value
+        return tuple(str(v) for v in value) if isinstance(value, (list, tuple)) else value
+    return value
+
+
+def plan_differences(frame: Any, plan: Plan) -> list[tuple[str, str, Any, Any]]:
+    """(column, question id, the responses' value, the plan's) for every answered question whose row differs
+    from the rebuilt plan's question, in the responses' order; questions the plan lacks are the caller's."""
+    out = []
+    columns = [c for c in PLAN_COLUMNS if c in frame.columns]
+    for record in frame[["question_id", *columns]].itertuples(index=False, name=None):
+        q = plan.questions.get(record[0])
+        if q is None:
+            continue
+        for column, got in zip(columns, record[1:]):
+            want, have = _norm(getattr(q, column)), _norm(got)
+            if have != want:
+                out.append((column, record[0], have, want))
+    return out
 
 
 def classify(settings: dict[str, Any], source: str) -> tuple[str, list[str]]:

@@ -19,10 +19,17 @@ put to the named model. Then:
 * sampled answers (temperature > 0 in the adapter settings): agreement of two samples is compared with
   chance (the mean 1/options) by a one-sided binomial test; p < 0.01 passes.
 
-The result is written as ``verifications/<entry_id>.json`` beside the entries folder (entry digest,
-subset size, agreement, date, hardware, model spec); the board shows "verified" only while the
-entry's digest still matches. The digest covers the whole entry except where the responses are
-stored (their sha256 is covered), so publishing them elsewhere keeps the verification.
+The model the spec names must be the entry's: the re-asking adapter's model id and revision must equal
+the entry's ``model.id`` and ``model.revision``, or `verify` refuses, naming both (re-asking another
+model proves nothing about this one).
+
+With ``--key`` (a maintainer's private key) the result is signed (signing.py) and written as
+``verifications/<entry_id>.json`` beside the entries folder (entry digest, subset size, agreement,
+date, hardware, model spec and the model id/revision it reported); without it nothing is written. The
+board shows "verified" only for a passed record whose signature is valid, by a key its
+``maintainers.json`` lists, and whose digest still matches the entry. The digest covers the whole entry
+except where the responses are stored (their sha256 is covered), so publishing them elsewhere keeps the
+verification.
 """
 
 from __future__ import annotations
@@ -32,7 +39,9 @@ import datetime as dt
 import hashlib
 import json
 import platform
+import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +49,7 @@ import numpy as np
 from scipy import stats
 
 from vignette_bench import cli_options as opt
+from vignette_bench.eval.leaderboard import signing
 from vignette_bench.eval.leaderboard.entry import EntryError, validate
 from vignette_bench.formats.base import FormatError
 from vignette_bench.formats.verification import Mismatch, Verification
@@ -56,6 +66,58 @@ def entry_digest(entry: dict) -> str:
     body = json.loads(json.dumps(entry))
     body["responses"].pop("location", None)
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def public_spec(spec: str) -> str:
+    """The spec as recorded and shown: credentials in a URL (``user:secret@``) and secret-looking query values
+    left out."""
+    spec = re.sub(r"(://)[^/@\s]*@", r"\1", spec)
+    return re.sub(r"(?i)([?&;](?:api_?key|key|token|secret|password|auth)[^=&]*=)[^&\s]*", r"\1***", spec)
+
+
+def model_of(adapter: Any) -> tuple[str, str]:
+    """(model id, revision) as the adapter reports them, spelt as `create` records them ("unknown" when none)."""
+    try:
+        prov = adapter.provenance() or {}
+    except Exception:  # an adapter that cannot say what it is cannot verify anything
+        prov = {}
+    model_id = prov.get("model_id") or prov.get("id")
+    revision = prov.get("model_revision") or prov.get("revision")
+    return str(model_id or "unknown"), str(revision or "unknown")
+
+
+def check_model(entry: dict, adapter: Any, spec: str) -> tuple[str, str]:
+    """The adapter's (model id, revision), which must equal the entry's: else re-asking checks another model."""
+    got = model_of(adapter)
+    want = (str(entry["model"]["id"]), str(entry["model"]["revision"]))
+    if got != want:
+        raise EntryError(
+            "model",
+            f"--model {public_spec(spec)!r} is {got[0]!r} at revision {got[1]!r}; the entry names {want[0]!r} at "
+            f"revision {want[1]!r}: re-ask the entry's own model and revision",
+        )
+    return got
+
+
+def precheck_spec(entry: dict, spec: str) -> None:
+    """Refuse before anything is loaded when the spec itself names another model (hf, vllm, openai) or another
+    revision (hf, vllm) than the entry; `check_model` then compares what the built adapter reports."""
+    from vignette_bench.eval.adapters.backends import BACKENDS
+    from vignette_bench.eval.adapters.spec import parse_spec
+
+    parsed = parse_spec(spec)
+    backend = BACKENDS[parsed.backend]
+    if backend.at is None:  # reference responders and tiny models: only the built adapter can say
+        return
+    revision = parsed.at if backend.at == "revision" else None
+    want_id, want_rev = str(entry["model"]["id"]), str(entry["model"]["revision"])
+    if parsed.target != want_id or (revision is not None and revision != want_rev):
+        named = f"{parsed.target!r}" + (f" at revision {revision!r}" if revision is not None else "")
+        raise EntryError(
+            "model",
+            f"--model {public_spec(spec)!r} names {named}; the entry names {want_id!r} at revision {want_rev!r}: "
+            "re-ask the entry's own model and revision",
+        )
 
 
 def subset_seed(entry: dict) -> int:
@@ -125,6 +187,8 @@ def verify(
     entry_path = Path(entry_path)
     v = validate(entry_path)
     entry, frame = v.entry, v.responses
+    if adapter is None:
+        precheck_spec(entry, model_spec)
     run = {**(entry.get("run") or {}), "model": model_spec, "source": entry["dataset"]["source"]}
     settings = RunSettings.from_json(run, str(entry_path), "run")
     ids = np.array(sorted(frame["question_id"]))
@@ -148,6 +212,7 @@ def verify(
             "run", f"rebuilt {len(items)} of the {len(chosen)} chosen questions from the source: the plan changed"
         )
     adapter = adapter or build_adapter(model_spec, settings.seed, batch_size)
+    model_id, model_revision = check_model(entry, adapter, model_spec)
     prepare = getattr(adapter, "prepare", None)
     answers: dict[str, dict[str, Any]] = {}
     for start in range(0, len(items), batch_size):
@@ -202,7 +267,7 @@ def verify(
     return Verification(
         entry_id=entry["entry_id"],
         entry_digest=entry_digest(entry),
-        model_spec=model_spec,
+        model_spec=public_spec(model_spec),
         mode=mode,
         n_checked=n_checked,
         n_agreed=agreed,
@@ -216,6 +281,8 @@ def verify(
         date=dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
         hardware=_hardware(),
         mismatches=tuple(_mismatch(m) for m in mismatches),
+        model_id=model_id,
+        model_revision=model_revision,
     )
 
 
@@ -230,18 +297,45 @@ def verification_path(entry_path: Path, entry_id: str) -> Path:
     return Path(entry_path).resolve().parent.parent / "verifications" / f"{entry_id}.json"
 
 
-def load_verification(entry_path: Path, entry: dict) -> Verification | None:
-    """The entry's verification record if it exists, reads, and was made for exactly this entry file."""
+@dataclass(frozen=True)
+class Status:
+    """What the board may say of an entry's verification: `verified` only for a passed record with a valid
+    signature by a listed maintainer key, made for exactly this entry; `reason` says why not (None if verified)."""
+
+    record: Verification | None  # the record when its signature holds and it was made for this entry
+    verified: bool
+    reason: str | None
+
+
+def verification_status(entry_path: Path, entry: dict, keys: signing.Keys | None = None) -> Status:
+    """The entry's verification as the board shows it (keys: the board's maintainers.json, read when not given)."""
     path = verification_path(entry_path, entry["entry_id"])
     if not path.is_file():
-        return None
+        return Status(None, False, "no verification record")
     try:
         data = Verification.from_json(path.read_bytes(), str(path))
-    except FormatError:
-        return None  # an unreadable record verifies nothing
-    if data.entry_digest != entry_digest(entry):
-        return None  # the entry changed after it was verified
-    return data
+    except FormatError as e:
+        return Status(None, False, f"the verification record is unreadable ({e.reason})")  # verifies nothing
+    except OSError as e:
+        return Status(None, False, f"the verification record cannot be read ({type(e).__name__})")
+    if keys is None:
+        keys = signing.load_keys(Path(entry_path).resolve().parent.parent)
+    problem = signing.check(data, keys)
+    if problem:
+        return Status(None, False, problem)
+    if data.entry_id != entry["entry_id"] or data.entry_digest != entry_digest(entry):
+        return Status(None, False, "the verification was made for another entry, or before this one was edited")
+    if (data.model_id, data.model_revision) != (str(entry["model"]["id"]), str(entry["model"]["revision"])):
+        return Status(None, False, "the verification re-asked another model or revision than the entry names")
+    if not data.passed:
+        return Status(data, False, f"the verification failed: {data.reason}")
+    return Status(data, True, None)
+
+
+def load_verification(entry_path: Path, entry: dict, keys: signing.Keys | None = None) -> Verification | None:
+    """The entry's verification record if it reads, carries a valid signature by a listed maintainer key, and
+    was made for exactly this entry file (passed or failed); None otherwise."""
+    return verification_status(entry_path, entry, keys).record
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -249,16 +343,43 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     opt.model(p, required=True, help="model spec to re-ask with (the entry's model and revision)")
     opt.limit(p, default=50, help="questions to re-ask (default 50)")
     p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument(
+        "--key",
+        type=Path,
+        metavar="PATH",
+        help="the maintainer's private key file (vignette leaderboard keygen): sign the result and write "
+        "verifications/<entry_id>.json; without it the result is only printed",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
+    key = signing.load_private_key(args.key) if args.key else None  # a bad key fails before any re-asking
     try:
         result = verify(args.entry, args.model, args.limit, args.batch_size)
     except EntryError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    word = "VERIFIED" if result.passed else "FAILED"
+    if key is None:
+        print(f"{word}  {args.entry}: {result.reason}; not signed (no --key): nothing written")
+        return 0 if result.passed else 1
+    signed = signing.sign(result, key)
     path = verification_path(args.entry, result.entry_id)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(result.dumps())
-    print(f"{'VERIFIED' if result.passed else 'FAILED'}  {args.entry}: {result.reason}; wrote {path}")
+    path.write_text(signed.dumps())
+    print(f"{word}  {args.entry}: {result.reason}; signed by key {signed.signed_by}; wrote {path}")
     return 0 if result.passed else 1
+
+
+def keygen_add_arguments(p: argparse.ArgumentParser) -> None:
+    opt.out(p, required=True, help="where to write the new private key (PEM, mode 0600); never commit it")
+
+
+def keygen_main(args: argparse.Namespace) -> int:
+    """vignette leaderboard keygen --out PATH: a maintainer key pair; prints the line for maintainers.json."""
+    key = signing.generate_key(Path(args.out))
+    public = key.public_key()
+    line = json.dumps({"name": "YOUR NAME", "public_key": signing.public_key_text(public)})
+    print(f"wrote the private key {args.out} (keep it off the repository); key id {signing.key_id(public)}")
+    print(f'add its public half to the board\'s {signing.KEYS_FILE} under "keys":\n  {line}')
+    return 0
