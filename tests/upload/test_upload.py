@@ -280,3 +280,28 @@ def test_results_plan_uploads_validated_entries_with_their_responses(tmp_path):
     write_entry(entry, entries / "x.json")
     with pytest.raises(UploadError, match="metrics.decision.n_significant"):
         results_plan(entries, "org/vignette-results", stage=tmp_path / "stage2")
+
+
+def test_results_stage_carries_the_maintainer_keys_beside_the_verifications(tmp_path):
+    """Published verifications are checkable on their own: the keys the board trusts travel with them."""
+    from vignette_bench.eval.leaderboard.entry import create, write_entry
+    from vignette_bench.eval.leaderboard.signing import KEYS_FILE
+    from vignette_bench.eval.leaderboard.verify import verification_path
+    from vignette_bench.eval.report.simulate import SimSpec, write_run
+    from vignette_bench.upload.results import stage_results
+
+    run = write_run(
+        tmp_path / "runs" / "a",
+        SimSpec(dimensions=("religion",), genders=("female",), n_activities=2, n_traits=2, paradigms=("decision",)),
+    )
+    entries = tmp_path / "entries"
+    entry = create(run, by="me", entry_path=entries / "x.json")
+    write_entry(entry, entries / "x.json")
+    (tmp_path / KEYS_FILE).write_text('{"schema_version": 1, "keys": []}\n')
+    stage = stage_results(entries, "org/r", tmp_path / "stage")
+    assert not (stage / KEYS_FILE).exists()  # no verification: nothing to check them against
+    record = verification_path(entries / "x.json", entry["entry_id"])
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text("{}")
+    stage = stage_results(entries, "org/r", tmp_path / "stage")
+    assert (stage / KEYS_FILE).read_text() == (tmp_path / KEYS_FILE).read_text()

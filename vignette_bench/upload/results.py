@@ -50,6 +50,12 @@ def stage_results(entries_dir: Path, repo_id: str, stage: Path) -> Path:
         if verified.is_file():
             (stage / "verifications").mkdir(exist_ok=True)
             shutil.copy2(verified, stage / "verifications" / f"{eid}.json")
+    # the maintainer keys the board trusts, so the published verifications can be checked on their own
+    from vignette_bench.eval.leaderboard.signing import keys_path
+
+    keys = keys_path(entries_dir.parent)
+    if keys.is_file() and (stage / "verifications").is_dir():
+        shutil.copy2(keys, keys_path(stage))
     shutil.copy2(CARD, stage / "README.md")
     return stage
 
