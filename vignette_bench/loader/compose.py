@@ -68,7 +68,8 @@ def compose(
         raise VignetteError(f"bad output size {size} / seam {seam}: need width >= 2, height >= 1, 0 <= seam < width")
     tile_w = (width + seam + 1) // 2
     overlap = 2 * tile_w - width
-    out = Image.new("RGB", (width, height))
+    # not initialised (no fill): the right tile covers [width - tile_w, width), the left one the rest
+    out = Image.new("RGB", (width, height), None)
     out.paste(_tile(right, tile_w, height), (width - tile_w, 0))
     left_tile = _tile(left, tile_w, height)
     solid = tile_w - overlap  # plain copy up to the seam; only the overlap strip is blended
