@@ -26,13 +26,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vignette_bench import cli_options as opt
+from vignette_bench.dataset_builder.arguments import DEFAULT_QUALITY, DEFAULT_SIDE
+from vignette_bench.dataset_builder.arguments import reduce_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.shard import INDEX_PATH, _add, read_image_bytes
 from vignette_bench.formats.render_index import REDUCED_COLUMNS
 
 REDUCED_DIR = "reduced"
-DEFAULT_SIDE = 384
-DEFAULT_QUALITY = 90
 
 
 def reduce_image(data: bytes, side: int, quality: int = DEFAULT_QUALITY) -> tuple[bytes, int, int] | None:
@@ -102,16 +101,6 @@ def write_reduced(root: str | Path, side: int = DEFAULT_SIDE, quality: int = DEF
     pq.write_table(table, part)
     os.replace(part, index)
     return len(located)
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    opt.source(p, type=Path, required=True, help="source folder (renders/index.parquet and its shards)")
-    opt.size(
-        p,
-        default=(DEFAULT_SIDE, DEFAULT_SIDE),
-        help=f"the tile WxH each copy must cover: its shorter side is max(W, H) (default {DEFAULT_SIDE})",
-    )
-    p.add_argument("--quality", type=int, default=DEFAULT_QUALITY)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from vignette_bench import cli_options as opt
+from vignette_bench.eval.leaderboard.arguments import verify_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.leaderboard.entry import EntryError, validate
 from vignette_bench.formats.base import FormatError
 from vignette_bench.formats.verification import Mismatch, Verification
@@ -242,13 +242,6 @@ def load_verification(entry_path: Path, entry: dict) -> Verification | None:
     if data.entry_digest != entry_digest(entry):
         return None  # the entry changed after it was verified
     return data
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("entry", type=Path, help="an entry JSON (validated first)")
-    opt.model(p, required=True, help="model spec to re-ask with (the entry's model and revision)")
-    opt.limit(p, default=50, help="questions to re-ask (default 50)")
-    p.add_argument("--batch-size", type=int, default=8)
 
 
 def main(args: argparse.Namespace) -> int:

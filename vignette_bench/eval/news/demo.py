@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vignette_bench import cli_options as opt
 from vignette_bench.dataset_builder.news import build_news_sample
 from vignette_bench.eval.adapters.spec import build_adapter
 from vignette_bench.eval.news.answer import ANSWERS_FILE, answer_news, read_answers
+from vignette_bench.eval.news.arguments import demo_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.news.data import load_news, news_items
 from vignette_bench.eval.news.judge import judge_answers
 from vignette_bench.eval.news.reference import ReferenceAnswerer
@@ -51,19 +51,6 @@ def run_demo(out: Path, items_count: int, model_spec: str, judge_spec: str, judg
     answers = [row for run in runs.values() for row in read_answers(run / ANSWERS_FILE)]
     judge_answers(items, answers, judge, out / "judgements.jsonl", max_new_tokens=judge_max_new_tokens)
     return write_results([run / ANSWERS_FILE for run in runs.values()], out / "judgements.jsonl", out / "results")
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    opt.out(parser, default="demo_out/news", help="folder for everything the demo writes (default demo_out/news)")
-    opt.limit(parser, default=5, help="sample items to use (10 in the sample; 5 = one per attribute)")
-    opt.model(parser, default="tiny:llava?mode=generate", help="answering model spec")
-    parser.add_argument("--judge", default="tiny:llava?mode=generate", help="judge model spec")
-    parser.add_argument(
-        "--judge-max-new-tokens",
-        type=int,
-        default=64,
-        help="the tiny judge never stops on its own; a real judge's reply fits in 64 tokens",
-    )
 
 
 def main(args: argparse.Namespace) -> int:

@@ -12,12 +12,11 @@ from vignette_bench.eval.analysis.names import label_for, record_line, run_label
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, Numbers, compute, one_variant
 from vignette_bench.eval.analysis.page import Figure, Section, fig_name
 from vignette_bench.eval.report import findings as FD
+from vignette_bench.eval.report.arguments import FIGURES, MIN_EFFECT
 from vignette_bench.eval.runs import Run, index_digest, is_simulated, missing_paradigms, placeholder_renders
 from vignette_bench.stats.multiplicity import global_then_bh
 
 Q = F.SIG_Q
-MIN_EFFECT = 5.0  # pp: the smallest effect a verdict calls bias (`vignette report --min-effect`)
-FIGURES = ("none", "findings", "all")  # `vignette report --figures`: which figures are drawn
 NOT_DRAWN = "figures not drawn in this report (`vignette report --figures all` draws them)"
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from vignette_bench import cli_options as opt
+from vignette_bench.eval.runtime.arguments import merge_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.questions import QuestionBuilder
 from vignette_bench.eval.runtime.runlog import iter_part, tail_state
@@ -105,14 +105,6 @@ def merge(run_dir: str | Path, write: bool = True, allow_gaps: bool = False) -> 
     schema = schema_for(any("attn_left_share" in r for r in kept))  # attention recorded: keep its columns
     out = folder.write_responses(pa.Table.from_pylist(kept, schema=schema))  # atomic: a reader never sees half a file
     return MergeReport(**{**report.__dict__, "written": out})
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    opt.runs(parser, help="the --out folder of `vignette run`")
-    parser.add_argument(
-        "--allow-gaps", action="store_true", help="write the parquet even if planned questions are unanswered"
-    )
-    parser.add_argument("--dry-run", action="store_true", help="only report; write nothing")
 
 
 def main(args: argparse.Namespace) -> int:
