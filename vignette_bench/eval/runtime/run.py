@@ -1,8 +1,9 @@
 """Put the benchmark's questions to a model: `vignette run --source S --config C --model M --out RUN_DIR`.
 
-Answers are appended to RUN_DIR/log/part-<rank>.jsonl batch by batch (flushed and fsync'ed),
-so a rerun with the same --out resumes where the last one stopped, skipping every question
-already answered. When every planned question has an answer the parts are merged into
+Answers are appended to RUN_DIR/log/part-<rank>.jsonl batch by batch (written and flushed per
+batch, fsync'ed at most every second and at exit: vignette_bench/eval/runtime/runlog.py), so a
+rerun with the same --out resumes where the last one stopped, skipping every question already
+answered. When every planned question has an answer the parts are merged into
 RUN_DIR/responses.parquet (`vignette merge RUN_DIR` does the same by hand).
 
 Many processes: under `torchrun` or `accelerate launch` each process reads RANK and WORLD_SIZE
@@ -33,7 +34,7 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from datasets import Dataset
 from datasets.distributed import split_dataset_by_node
@@ -44,7 +45,6 @@ from vignette_bench.eval.adapters.base import BackendUnavailable, ChoiceRequest,
 from vignette_bench.eval.runtime.arguments import run_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.merge import MergeError, merge
-from vignette_bench.eval.runtime.planning import SamplePlan, plan_for_space
 from vignette_bench.eval.runtime.questions import (
     CONFIG_PARADIGMS,
     CONFIGS,
@@ -53,11 +53,18 @@ from vignette_bench.eval.runtime.questions import (
     Variants,
     template_hash,
 )
-from vignette_bench.eval.runtime.runlog import ShardBusy
+from vignette_bench.eval.runtime.runlog import ShardBusy, iter_part, tail_state
 from vignette_bench.formats.pair_config import PairConfig
 from vignette_bench.formats.run_record import ORDERS, DatasetProvenance, ModelProvenance, RunRecord, RunSettings
 from vignette_bench.formats.selection import SelectionRecord
 from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
+
+if TYPE_CHECKING:  # planning imports scipy.stats: only `--sample auto` (plan_sample_size) needs it
+    from vignette_bench.eval.runtime.planning import SamplePlan
+
+# Rows of its own part a run keeps for the final merge (the merge holds every row anyway; above this,
+# a long session's memory is spared and the merge reads the part back).
+HELD_ROWS_MAX = 1_000_000
 
 # Adapter provenance keys that change the answers: a resumed run must keep them.
 # What decides the answers: a resume that would change any of them is refused with what differs
@@ -356,9 +363,16 @@ def run(
     mine = split_dataset_by_node(plan, rank=shard.rank, world_size=shard.world_size)
 
     done_pair: dict[str, str] = {}  # answered question id -> its pair (a question answered twice counts once)
-    for r in folder.rows():
-        if r.get("valid") or not retry_invalid:
-            done_pair[r["question_id"]] = r["pair_id"]
+    # This rank's part, as read here and then appended to, is held for the final merge (which then
+    # decodes only the other ranks' parts); above HELD_ROWS_MAX rows the merge reads it back instead.
+    own_part, own_rows = folder.part_path(shard.rank), []
+    own_bytes = tail_state(own_part)[0] if own_part.exists() else 0
+    for path in folder.part_paths():
+        for r in iter_part(path):
+            if path == own_part:
+                own_rows.append(r)
+            if r.get("valid") or not retry_invalid:
+                done_pair[r["question_id"]] = r["pair_id"]
     done = done_pair.keys()
     done_per_pair = Counter(done_pair.values())
     per_pair = len(builder(mine[0])) if len(mine) else 0  # the same for every pair of a config
@@ -373,6 +387,8 @@ def run(
     prepare = getattr(adapter, "prepare", None)
 
     writer = folder.part_writer(shard.rank)
+    # what was read above is the whole part (nothing appended between that read and taking its lock)
+    own_is_whole = own_part.stat().st_size == own_bytes
     session = {
         "rank": shard.rank,
         "world_size": shard.world_size,
@@ -417,6 +433,8 @@ def run(
             )
         rows = [q.response(r, model_id) for q, r in zip(questions, results)]
         writer.append(rows)
+        if len(own_rows) <= HELD_ROWS_MAX:
+            own_rows.extend(rows)
         invalid += sum(not row["valid"] for row in rows)
         for row in rows:
             if not row["valid"]:
@@ -488,8 +506,9 @@ def run(
     seconds = time.perf_counter() - start
 
     responses = None
+    held = {own_part: own_rows} if len(own_rows) <= HELD_ROWS_MAX and own_is_whole else {}
     try:
-        responses = merge(run_dir, write=True).written
+        responses = merge(run_dir, write=True, held=held).written
     except MergeError as e:
         if shard.world_size == 1:
             raise
@@ -506,6 +525,7 @@ def plan_sample_size(
 ) -> SamplePlan:
     """`--sample auto`: the power plan for the run's selection (filters, the source's coverage) and questions."""
     import vignette
+    from vignette_bench.eval.runtime.planning import plan_for_space
 
     source = vignette.Source(settings.source)
     taxonomy = load_taxonomy(source.url("taxonomy"))
