@@ -16,7 +16,9 @@ rows of `identity_activity_contrast`, renders already in the reader's cache, so 
   (`image_format="PNG"`);
 * streaming: iterating `load_dataset(..., streaming=True)`, rows with their images;
 * a torch DataLoader over the map-style dataset, 2 workers: CPU of this process and of the workers
-  (`RUSAGE_CHILDREN`, counted once they exit at the end of each pass).
+  (`RUSAGE_CHILDREN`, counted once they exit at the end of each pass);
+* the same source with its reduced copies cropped to the default tile (`vignette build reduce
+  --size 352x336 --crop`): `Composer.pair` and `ds[i]["image"]` (still × the 384-px copies' floor).
 
 Rates are pairs per CPU-second (all processes), and × the floor.
 """
@@ -55,30 +57,39 @@ def timed(fn: Callable[[], object]) -> float:
     return cpu_all() - start
 
 
-def build_source(folder: Path, activities: int) -> Path:
+def build_source(folder: Path, activities: int) -> tuple[Path, Path]:
+    """The source with 384-px reduced copies, and a copy of it whose reduced copies are cropped to the
+    default tile (`vignette build reduce --size 352x336 --crop`)."""
+    import shutil
+
     import loader_bench
 
     from vignette_bench.dataset_builder.reduced import write_reduced
 
     loader_bench.BENCH_ACTIVITIES = loader_bench.BENCH_ACTIVITIES[:activities]
     source = loader_bench.build_bench_source(folder / "src")
+    cropped = Path(shutil.copytree(source, folder / "src-cropped"))
     write_reduced(source)
-    return source
+    write_reduced(cropped, crop=((672 + 32 + 1) // 2, 336))  # the default tile: 352x336
+    return source, cropped
 
 
 def end_to_end(args: argparse.Namespace) -> None:
     import torch.utils.data
 
     with tempfile.TemporaryDirectory(prefix="compose-speed-") as tmp:
-        source = build_source(Path(tmp), args.activities)
+        source, cropped = build_source(Path(tmp), args.activities)
         name = "identity_activity_contrast"
         ds = vignette.load_dataset(source, name, cache_dir=Path(tmp) / "cache")
         n = min(args.pairs, len(ds))
         ds = ds.select(range(n))
+        crop_ds = vignette.load_dataset(cropped, name, cache_dir=Path(tmp) / "cache").select(range(n))
+        crop_composer = vignette.PairFileSystem.composers[(str(cropped), (672, 336), 32, True, os.getpid())]
         png = vignette.load_dataset(source, name, cache_dir=Path(tmp) / "cache", image_format="PNG").select(range(n))
         stream = vignette.load_dataset(source, name, streaming=True).take(n)
+        crop_stream = vignette.load_dataset(cropped, name, streaming=True).take(n)
         rows = ds.remove_columns(["image"]).to_list()
-        composer = next(iter(vignette.PairFileSystem.composers.values()))
+        composer = vignette.PairFileSystem.composers[(str(source), (672, 336), 32, True, os.getpid())]
         reduced = {k: composer.reader.read(k, True)[0] for r in rows for k in (r["key_left"], r["key_right"])}
         tile_w = (composer.size[0] + composer.seam + 1) // 2
 
@@ -95,6 +106,10 @@ def end_to_end(args: argparse.Namespace) -> None:
             for r in rows:
                 composer.pair(r["key_left"], r["key_right"])
 
+        def crop_pair() -> None:
+            for r in rows:
+                crop_composer.pair(r["key_left"], r["key_right"])
+
         def map_style(d) -> Callable[[], None]:  # type: ignore[no-untyped-def]
             def run() -> None:
                 for i in range(len(d)):
@@ -102,22 +117,32 @@ def end_to_end(args: argparse.Namespace) -> None:
 
             return run
 
-        def streaming() -> None:
-            for row in stream:
-                row["image"]
+        def streaming_of(it) -> Callable[[], None]:  # type: ignore[no-untyped-def]
+            def run() -> None:
+                for row in it:
+                    row["image"]
 
-        def loader() -> None:
-            dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, collate_fn=lambda x: x)
-            for row in dl:
-                row["image"]
+            return run
+
+        def loader_of(d) -> Callable[[], None]:  # type: ignore[no-untyped-def]
+            def run() -> None:
+                dl = torch.utils.data.DataLoader(d, batch_size=None, num_workers=2, collate_fn=lambda x: x)
+                for row in dl:
+                    row["image"]
+
+            return run
 
         cases: dict[str, tuple[Callable[[], None], int]] = {
             "floor: 2 draft decodes + paste": (floor, n),
             "Composer.pair": (pair, n),
             'ds[i]["image"], map-style (.bmp paths)': (map_style(ds), n),
             'ds[i]["image"], map-style, .png paths (before)': (map_style(png.select(range(n // 4))), n // 4),
-            "streaming iteration (.bmp)": (streaming, n),
-            "DataLoader, 2 workers (.bmp)": (loader, n),
+            "streaming iteration (.bmp)": (streaming_of(stream), n),
+            "DataLoader, 2 workers (.bmp)": (loader_of(ds), n),
+            "copies cropped to the tile (--crop): Composer.pair": (crop_pair, n),
+            'copies cropped to the tile (--crop): ds[i]["image"]': (map_style(crop_ds), n),
+            "copies cropped to the tile (--crop): streaming": (streaming_of(crop_stream), n),
+            "copies cropped to the tile (--crop): DataLoader x2": (loader_of(crop_ds), n),
         }
         for fn, _ in cases.values():  # warm-up: caches, the first fork
             fn()
@@ -135,10 +160,10 @@ def end_to_end(args: argparse.Namespace) -> None:
             f"interleaved rounds; .bmp and .png pixels identical: {pixels}"
         )
         floor_rate = cases["floor: 2 draft decodes + paste"][1] / best["floor: 2 draft decodes + paste"]
-        print(f"  {'path':<48} {'pairs/CPU-s':>12} {'x floor':>8} {'pairs/s wall':>13}")
+        print(f"  {'path':<54} {'pairs/CPU-s':>12} {'x floor':>8} {'pairs/s wall':>13}")
         for label, (_, count) in cases.items():
             rate = count / best[label]
-            print(f"  {label:<48} {rate:>12.1f} {rate / floor_rate:>8.2f} {count / walls[label]:>13.1f}")
+            print(f"  {label:<54} {rate:>12.1f} {rate / floor_rate:>8.2f} {count / walls[label]:>13.1f}")
 
 
 def compare_full(args: argparse.Namespace) -> None:

@@ -140,6 +140,12 @@ def reduce_add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"the tile WxH each copy must cover: its shorter side is max(W, H) (default {DEFAULT_SIDE})",
     )
     p.add_argument("--quality", type=int, default=DEFAULT_QUALITY)
+    p.add_argument(
+        "--crop",
+        action="store_true",
+        help="cover-crop each copy to exactly --size WxH (e.g. 352x336, the tile of the default 672x336 pair with its 32-px seam): "
+        "composing that size then decodes and pastes, with no resize (slightly different pixels again)",
+    )
 
 
 def specs_add_arguments(p: argparse.ArgumentParser) -> None:

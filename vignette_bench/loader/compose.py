@@ -42,6 +42,9 @@ def _tile(data: bytes, tile_w: int, height: int) -> PILImage:
         opened.draft("RGB", (tile_w, height))  # DCT scaling: decode at 1/2, 1/4 or 1/8 when big enough
     img: PILImage = opened.convert("RGB") if opened.mode != "RGB" else opened
     w, h = img.size
+    if (w, h) == (tile_w, height):  # a copy cropped to the tile (`vignette build reduce --crop`): as it is
+        img.load()
+        return img
     box: tuple[float, float, float, float]
     if w * height > h * tile_w:  # wider than the tile: crop the sides
         cw = h * tile_w / height
