@@ -269,10 +269,11 @@ def _docstring(module: str, function: str | None) -> str | None:
     import importlib.util
 
     spec = importlib.util.find_spec(module)
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+    get_source = getattr(spec.loader, "get_source", None) if spec is not None else None
+    source = get_source(module) if get_source is not None else None  # a file, or a zip member: not run
+    if source is None:
         return None
-    with open(spec.origin, encoding="utf-8") as f:
-        tree = ast.parse(f.read())
+    tree = ast.parse(source)
     if function is not None:
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and node.name == function and ast.get_docstring(node):
