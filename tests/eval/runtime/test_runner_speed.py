@@ -40,6 +40,20 @@ def test_fsync_at_most_every_interval_and_at_close(tmp_path: Path, monkeypatch: 
     assert len(list(iter_part(path))) == 6
 
 
+def test_a_batch_is_fsynced_within_the_interval_even_if_no_other_batch_comes(tmp_path: Path) -> None:
+    """Power loss loses at most the last interval: a batch appended right after an fsync is fsync'ed by a
+    timer when the interval is up, not only when the next batch (maybe minutes later) arrives."""
+    import time
+
+    with PartWriter(tmp_path / "part-00000.jsonl", sync_every=0.2) as writer:
+        writer.append(ROWS[:1])  # within the interval of the writer's start: deferred
+        assert writer.syncs == 0
+        deadline = time.monotonic() + 30
+        while writer.syncs == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert writer.syncs == 1
+
+
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> str:
     folder = tmp_path_factory.mktemp("src")
