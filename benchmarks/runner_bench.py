@@ -2,10 +2,11 @@
 
 With the random responder (no model) everything measured is the runner: building questions,
 composing each pair image (two ranged reads + decode + seam blend, once per pair), mapping
-answers to response rows, and appending them to the log with flush + fsync per batch. The
-merge into responses.parquet is timed separately.
+answers to response rows, and appending them to the log (flushed per batch, fsync'ed at most every
+second and at exit). The merge into responses.parquet is timed separately. Last, CPU ms per question
+of whole runs (11,232 questions), now and as before issue 25 in the same run, and the profile's top five.
 
-    .venv/bin/python benchmarks/runner_bench.py [--pairs 60] [--out /tmp/runner_bench]
+    .venv/bin/python benchmarks/runner_bench.py [--pairs 60] [--out /tmp/runner_bench] [--per-question-only]
 
 Prints one table; wall and CPU time are both shown because the machine is shared (CPU time is
 what this process used; wall time includes waiting for the other processes and the disk).
@@ -70,10 +71,75 @@ def measure(source: str, out: Path, config: str, pairs: int, variants: Variants,
     }
 
 
+def per_question(source: str, out: Path, rounds: int) -> None:
+    """CPU ms per question of a whole `run` (start-up excluded: the pair source is open, imports done) on
+    every pair of identity_contrast with every wording variant, batch 16, best of ``rounds``; beside it
+    the same run as before issue 25 (fsync per batch, the final merge decoding the run's own part),
+    interleaved; then the profile's top five (by own time) of one run."""
+    import cProfile
+    import pstats
+
+    import vignette_bench.eval.runtime.run as run_module
+    from vignette_bench.eval.runtime import runlog
+
+    settings = RunSettings(source=source, config="identity_contrast", model="random", seed=0, variants=Variants.all())
+    pair_source = open_pairs(settings)
+    fsyncs = {"n": 0}
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        fsyncs["n"] += 1
+        real_fsync(fd)
+
+    os.fsync = counting_fsync  # type: ignore[assignment]
+
+    def one(before: bool) -> tuple[float, float, int, int]:
+        runlog.SYNC_EVERY_S, run_module.HELD_ROWS_MAX = (0.0, -1) if before else (1.0, 1_000_000)
+        run_dir = out / ("per-question-before" if before else "per-question")
+        shutil.rmtree(run_dir, ignore_errors=True)
+        fsyncs["n"] = 0
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        result = run(settings, run_dir, source=pair_source, batch_size=16, progress=False)
+        return time.process_time() - cpu0, time.perf_counter() - wall0, result.asked, fsyncs["n"]
+
+    one(False)  # warm-up: render cache, question templates
+    best: dict[bool, tuple[float, float, int, int]] = {}
+    for _ in range(rounds):
+        for before in (True, False):
+            got = one(before)
+            if before not in best or got[0] < best[before][0]:
+                best[before] = got
+    print(
+        f"\nper question: identity_contrast, every pair of the sample source, every wording variant, batch 16; best of {rounds}"
+    )
+    for before, label in (
+        (True, "before (fsync per batch, merge decodes own part)"),
+        (False, "now (fsync <= 1/s + exit, merge from memory)"),
+    ):
+        cpu, wall, asked, n = best[before]
+        print(
+            f"  {label:<52} {asked} questions: {1000 * cpu / asked:.3f} ms CPU/question, {1000 * wall / asked:.3f} ms wall, {n} fsyncs"
+        )
+    profile = cProfile.Profile()
+    runlog.SYNC_EVERY_S, run_module.HELD_ROWS_MAX = 1.0, 1_000_000
+    shutil.rmtree(out / "per-question", ignore_errors=True)
+    profile.runcall(run, settings, out / "per-question", source=pair_source, batch_size=16, progress=False)
+    os.fsync = real_fsync  # type: ignore[assignment]
+    stats = pstats.Stats(profile)
+    total = sum(v[2] for v in stats.stats.values())  # type: ignore[attr-defined]
+    top = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:5]  # type: ignore[attr-defined]
+    print("  profile, top five by own time (of one profiled run; cProfile inflates Python-level calls):")
+    for (file, line, name), (_, calls, own, cumulative, _) in top:
+        where = f"{Path(file).name}:{line}({name})" if line else name
+        print(f"    {own:6.3f} s own ({own / total:5.1%}), {cumulative:6.3f} s cumulative, {calls:>6} calls  {where}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pairs", type=int, default=60, help="identity_contrast pairs (balanced sample); portraits: all 13")
     p.add_argument("--out", type=Path, default=Path("/tmp/runner_bench"))
+    p.add_argument("--rounds", type=int, default=3, help="per-question rounds (best kept)")
+    p.add_argument("--per-question-only", action="store_true", help="only the CPU ms per question section")
     args = p.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
@@ -81,6 +147,9 @@ def main() -> int:
     source = args.out / "source"
     if not (source / "renders" / "index.parquet").exists():
         build_sample(source)  # placeholder renders, 256x256 JPEG, composed to 672x336
+    if args.per_question_only:
+        per_question(str(source), args.out, args.rounds)
+        return 0
     base, text, every = Variants(), Variants(modalities=("text",)), Variants.all()
     rows = [
         measure(str(source), args.out, config, args.pairs, variants, batch)
@@ -103,6 +172,7 @@ def main() -> int:
     print(
         f"slowest: {min(r['loop_qps'] for r in rows):.0f} questions/s wall, {min(r['cpu_qps'] for r in rows):.0f} questions/CPU-s (target >= 500)"
     )
+    per_question(str(source), args.out, args.rounds)
     return 0 if ok else 1
 
 

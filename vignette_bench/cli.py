@@ -28,6 +28,10 @@ class Command:
     module: str
     help: str
     attr: str = ""
+    # "module:function" of a light module's parser builder (imports nothing heavy), so that
+    # `vignette COMMAND --help` and usage errors never import the job; default: the job's own
+    # {attr}add_arguments (tests/test_startup.py checks that no parser imports a heavy library)
+    arguments: str | None = None
 
 
 @dataclass(frozen=True)
@@ -47,62 +51,151 @@ COMMANDS: dict[str, Command | Group] = {
         "build a source: render, check, shard, verify; a placeholder sample; news",
         {
             "render": Command(
-                f"{BUILD}.render", "render images with a diffusers text-to-image pipeline (resumable, split by rank)"
+                f"{BUILD}.render",
+                "render images with a diffusers text-to-image pipeline (resumable, split by rank)",
+                arguments=f"{BUILD}.arguments:render_add_arguments",
             ),
             "check": Command(
-                f"{BUILD}.check", "check renders: decodable, size, not blank, no near-duplicates, a face visible"
+                f"{BUILD}.check",
+                "check renders: decodable, size, not blank, no near-duplicates, a face visible",
+                arguments=f"{BUILD}.arguments:check_add_arguments",
             ),
-            "shard": Command(f"{BUILD}.shard", "pack renders into WebDataset shards and write renders/index.parquet"),
-            "verify": Command(f"{BUILD}.verify", "check that a source's index matches its shard bytes"),
-            "sample": Command(f"{BUILD}.sample", "build a small placeholder source folder (no model needed)"),
-            "photos": Command(f"{BUILD}.photos", "your own labelled photos as a source in the renders' layout"),
+            "shard": Command(
+                f"{BUILD}.shard",
+                "pack renders into WebDataset shards and write renders/index.parquet",
+                arguments=f"{BUILD}.arguments:shard_add_arguments",
+            ),
+            "verify": Command(
+                f"{BUILD}.verify",
+                "check that a source's index matches its shard bytes",
+                arguments=f"{BUILD}.arguments:verify_add_arguments",
+            ),
+            "sample": Command(
+                f"{BUILD}.sample",
+                "build a small placeholder source folder (no model needed)",
+                arguments=f"{BUILD}.arguments:sample_add_arguments",
+            ),
+            "photos": Command(
+                f"{BUILD}.photos",
+                "your own labelled photos as a source in the renders' layout",
+                arguments=f"{BUILD}.arguments:photos_add_arguments",
+            ),
             "news": Command(f"{BUILD}.news", "package the news subset (images + rows -> parquet shards)"),
             "reduce": Command(
-                f"{BUILD}.reduced", "a reduced copy of every render, sized for composition (~4x faster pairs)"
+                f"{BUILD}.reduced",
+                "a reduced copy of every render, sized for composition (~4x faster pairs)",
+                arguments=f"{BUILD}.arguments:reduce_add_arguments",
             ),
             "specs": Command(
-                f"{BUILD}.pair_specs", "the pair configs' rows without images as parquet (plain datasets configs)"
+                f"{BUILD}.pair_specs",
+                "the pair configs' rows without images as parquet (plain datasets configs)",
+                arguments=f"{BUILD}.arguments:specs_add_arguments",
             ),
         },
     ),
     "info": Command("vignette_bench.loader.cli", "pair configs of a source and their sizes", attr="info_"),
     "show": Command("vignette_bench.loader.cli", "compose one pair and save it as an image", attr="show_"),
-    "run": Command(f"{EVAL}.runtime.run", "put the benchmark's questions to a model (resumable, sharded)"),
-    "merge": Command(f"{EVAL}.runtime.merge", "join a run's log parts into responses.parquet, checking for gaps"),
-    "report": Command(f"{EVAL}.report.command", "tables, figures and verdicts from one or more runs"),
-    "compare": Command(f"{EVAL}.compare.command", "two runs identity by identity: deltas with cluster-robust CIs"),
+    "run": Command(
+        f"{EVAL}.runtime.run",
+        "put the benchmark's questions to a model (resumable, sharded)",
+        arguments=f"{EVAL}.runtime.arguments:run_add_arguments",
+    ),
+    "merge": Command(
+        f"{EVAL}.runtime.merge",
+        "join a run's log parts into responses.parquet, checking for gaps",
+        arguments=f"{EVAL}.runtime.arguments:merge_add_arguments",
+    ),
+    "report": Command(
+        f"{EVAL}.report.command",
+        "tables, figures and verdicts from one or more runs",
+        arguments=f"{EVAL}.report.arguments:report_add_arguments",
+    ),
+    "compare": Command(
+        f"{EVAL}.compare.command",
+        "two runs identity by identity: deltas with cluster-robust CIs",
+        arguments=f"{EVAL}.compare.arguments:compare_add_arguments",
+    ),
     "annotate": Group(
         "human validation of renders and pairs (papers/002, tables 9 and 10)",
         {
             "export": Command("vignette_bench.annotate.export", "a seeded sample as one offline HTML annotation page"),
-            "score": Command("vignette_bench.annotate.score", "agreement % and Cohen's/Fleiss' kappa with CIs"),
+            "score": Command(
+                "vignette_bench.annotate.score",
+                "agreement % and Cohen's/Fleiss' kappa with CIs",
+                arguments="vignette_bench.annotate.arguments:score_add_arguments",
+            ),
         },
     ),
     "leaderboard": Group(
         "create, validate, verify, build and export leaderboard entries; keygen for maintainers",
         {
-            "create": Command(LEADERBOARD, "make an entry from a finished run", attr="create_"),
-            "validate": Command(LEADERBOARD, "recompute an entry's numbers from its responses", attr="validate_"),
-            "verify": Command(
-                f"{EVAL}.leaderboard.verify", "re-ask a random subset of an entry's questions with the named model"
+            "create": Command(
+                LEADERBOARD,
+                "make an entry from a finished run",
+                attr="create_",
+                arguments=f"{EVAL}.leaderboard.arguments:create_add_arguments",
             ),
-            "build": Command(LEADERBOARD, "validate every entry and render the board", attr="build_"),
-            "export": Command(LEADERBOARD, "write the Hub model-repo eval-results file for an entry", attr="export_"),
+            "validate": Command(
+                LEADERBOARD,
+                "recompute an entry's numbers from its responses",
+                attr="validate_",
+                arguments=f"{EVAL}.leaderboard.arguments:validate_add_arguments",
+            ),
+            "verify": Command(
+                f"{EVAL}.leaderboard.verify",
+                "re-ask a random subset of an entry's questions with the named model",
+                arguments=f"{EVAL}.leaderboard.arguments:verify_add_arguments",
+            ),
+            "build": Command(
+                LEADERBOARD,
+                "validate every entry and render the board",
+                attr="build_",
+                arguments=f"{EVAL}.leaderboard.arguments:build_add_arguments",
+            ),
+            "export": Command(
+                LEADERBOARD,
+                "write the Hub model-repo eval-results file for an entry",
+                attr="export_",
+                arguments=f"{EVAL}.leaderboard.arguments:export_add_arguments",
+            ),
             "keygen": Command(
-                f"{EVAL}.leaderboard.verify", "make a maintainer key pair for signing verifications", attr="keygen_"
+                f"{EVAL}.leaderboard.verify",
+                "make a maintainer key pair for signing verifications",
+                attr="keygen_",
+                arguments=f"{EVAL}.leaderboard.arguments:keygen_add_arguments",
             ),
         },
     ),
     "news": Group(
         "the news subset: open-ended answers, the LLM judge, results",
         {
-            "answer": Command(f"{EVAL}.news.answer", "answer the news questions in JSON with a model"),
-            "judge": Command(f"{EVAL}.news.judge", "score answers with an LLM judge (bias, faithfulness, relevance)"),
-            "results": Command(f"{EVAL}.news.results", "results per model and attribute from judgements"),
-            "demo": Command(f"{EVAL}.news.demo", "offline news demo: placeholder sample, tiny VLM answers and judge"),
+            "answer": Command(
+                f"{EVAL}.news.answer",
+                "answer the news questions in JSON with a model",
+                arguments=f"{EVAL}.news.arguments:answer_add_arguments",
+            ),
+            "judge": Command(
+                f"{EVAL}.news.judge",
+                "score answers with an LLM judge (bias, faithfulness, relevance)",
+                arguments=f"{EVAL}.news.arguments:judge_add_arguments",
+            ),
+            "results": Command(
+                f"{EVAL}.news.results",
+                "results per model and attribute from judgements",
+                arguments=f"{EVAL}.news.arguments:results_add_arguments",
+            ),
+            "demo": Command(
+                f"{EVAL}.news.demo",
+                "offline news demo: placeholder sample, tiny VLM answers and judge",
+                arguments=f"{EVAL}.news.arguments:demo_add_arguments",
+            ),
         },
     ),
-    "explain": Command(f"{EVAL}.explain.pictures", "attention of an answer over the pair image, three panels"),
+    "explain": Command(
+        f"{EVAL}.explain.pictures",
+        "attention of an answer over the pair image, three panels",
+        arguments=f"{EVAL}.explain.arguments:explain_add_arguments",
+    ),
     "serve": Command(f"{EVAL}.serve.server", "serve a model behind an OpenAI-compatible chat API"),
     "upload": Command("vignette_bench.upload.command", "push a source, cards, metric modules or results to the Hub"),
     "demo": Command(f"{EVAL}.demo", "the offline demo: placeholder source, random and tiny models, report"),
@@ -147,19 +240,26 @@ def main(argv: list[str] | None = None) -> int:
 def _run(entry: Command, words: list[str], args: list[str]) -> int:
     from vignette_bench.errors import VignetteError
 
-    module = importlib.import_module(entry.module)
     prog = " ".join(words)
-    job = getattr(module, f"{entry.attr}main")
+    if entry.arguments is None:
+        module = importlib.import_module(entry.module)
+        job = getattr(module, f"{entry.attr}main")
+        add_arguments = getattr(module, f"{entry.attr}add_arguments")
+        description = (job.__doc__ if entry.attr else None) or module.__doc__
+    else:  # the job's module is imported only once its arguments parse: --help stays light
+        where, name = entry.arguments.split(":")
+        add_arguments = getattr(importlib.import_module(where), name)
+        description = _docstring(entry.module, f"{entry.attr}main" if entry.attr else None)
     parser = argparse.ArgumentParser(
-        prog=prog,
-        description=(job.__doc__ if entry.attr else None) or module.__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    getattr(module, f"{entry.attr}add_arguments")(parser)
+    add_arguments(parser)
     try:
         parsed = parser.parse_args(args)
     except SystemExit as done:  # --help, or a usage error argparse has already printed
         return done.code if isinstance(done.code, int) else 2
+    if entry.arguments is not None:
+        job = getattr(importlib.import_module(entry.module), f"{entry.attr}main")
     try:
         return int(job(parsed) or 0)
     except VignetteError as error:
@@ -167,6 +267,24 @@ def _run(entry: Command, words: list[str], args: list[str]) -> int:
             raise
         print(f"error: {error}", file=sys.stderr)
         return 2
+
+
+def _docstring(module: str, function: str | None) -> str | None:
+    """The docstring of `function` in `module` (or of the module), read from its source without importing it."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    get_source = getattr(spec.loader, "get_source", None) if spec is not None else None
+    source = get_source(module) if get_source is not None else None  # a file, or a zip member: not run
+    if source is None:
+        return None
+    tree = ast.parse(source)
+    if function is not None:
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == function and ast.get_docstring(node):
+                return ast.get_docstring(node, clean=False)
+    return ast.get_docstring(tree, clean=False)
 
 
 if __name__ == "__main__":

@@ -168,3 +168,31 @@ def test_a_streaming_operation_gives_the_same_result_as_on_a_plain_iterable_imag
     ours, plain, root = pair
     it = vignette.load_dataset(root / "src", "identity_contrast", streaming=True, **FILTERS)
     assert STREAM_OPERATIONS[operation](it) == STREAM_OPERATIONS[operation](plain.to_iterable_dataset())
+
+
+def test_the_path_suffix_chooses_the_encoding_and_old_png_paths_still_serve_png(pair) -> None:
+    """New tables hold .bmp paths (uncompressed: fast to write and read); a .png path (a table written
+    before, or image_format="PNG") still serves PNG, with the same pixels, mode and size."""
+    ours, _, root = pair
+    path = ours.data.table.column("image")[0].as_py()["path"]
+    assert path.endswith(".bmp")
+    old = path[: -len(".bmp")] + ".png"
+    fs = vignette.PairFileSystem()
+    bmp, png = fs.cat_file(path), fs.cat_file(old)
+    assert bmp[:2] == b"BM" and png[:8] == b"\x89PNG\r\n\x1a\n" and fs.info(path)["size"] == len(bmp)
+    images = [datasets.Image().decode_example({"path": p, "bytes": None}) for p in (path, old)]
+    assert [im.format for im in images] == ["BMP", "PNG"]
+    assert _image_summary(images[0]) == _image_summary(images[1]) == _image_summary(ours[0]["image"])
+    assert np.array_equal(np.asarray(images[0]), np.asarray(images[1]))
+    as_png = vignette.load_dataset(root / "src", "identity_contrast", image_format="PNG", **FILTERS)
+    assert as_png.data.table.column("image")[0].as_py()["path"] == old
+    embedded = _embedded_bytes(as_png)  # what push_to_hub uploads: the PNG bytes
+    assert all(b[:8] == b"\x89PNG\r\n\x1a\n" for b in embedded)
+    with pytest.raises(vignette.VignetteError, match="image_format 'JPEG'"):
+        vignette.load_dataset(root / "src", "identity_contrast", image_format="JPEG", **FILTERS)
+
+
+def _embedded_bytes(ds: datasets.Dataset) -> list[bytes]:
+    from datasets.table import embed_table_storage
+
+    return [c["bytes"] for c in embed_table_storage(ds.select(range(2)).data.table).column("image").to_pylist()]

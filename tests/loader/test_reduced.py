@@ -117,3 +117,25 @@ def test_small_renders_get_no_copy_and_rebuilding_replaces_the_copies(tmp_path: 
     assert write_reduced(big, side=300) > 0  # rebuilt whole: no 256-px copy is left behind
     assert set(pq.read_table(big / "renders" / "index.parquet").column("reduced_height").to_pylist()) == {300}
     assert verify_source(str(big), progress=False, decode=True) == []
+
+
+def test_copies_cropped_to_the_tile_compose_without_a_resize(source: Path, tmp_path: Path) -> None:
+    """`vignette build reduce --size 352x336 --crop` (issue 25): copies are the default tile itself, so
+    composing the default pair decodes and pastes them; other sizes still crop and scale from them."""
+    from vignette_bench.cli import main as vignette_cli
+
+    copy = Path(shutil.copytree(source, tmp_path / "src"))
+    assert vignette_cli(["build", "reduce", "--source", str(copy), "--size", "352x336", "--crop"]) == 0
+    table = pq.read_table(copy / "renders" / "index.parquet")
+    assert set(zip(table.column("reduced_width").to_pylist(), table.column("reduced_height").to_pylist())) == {
+        (352, 336)
+    }
+    assert verify_source(str(copy), progress=False, decode=True) == []
+    tiles = vignette.load_dataset(copy, "identity_contrast")
+    n = len(table)
+    assert f"({n} of {n} renders)" in json.loads(tiles.info.description)["composition"]
+    full = vignette.load_dataset(source, "identity_contrast", reduced=False)
+    a, b = _pixels(tiles), _pixels(full)
+    assert a.shape == b.shape and 0 < np.abs(a - b).mean() < 3  # close, not equal: a versioned change
+    small = vignette.load_dataset(copy, "identity_contrast", size=(448, 224))  # tiles of 240x224: scaled
+    assert small[0]["image"].size == (448, 224)

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from vignette_bench.annotate.agreement import agreement_table
+from vignette_bench.annotate.arguments import score_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.annotate.criteria import CRITERIA, FORMAT, VISUAL_CUES
 
 
@@ -211,13 +212,6 @@ def score(manifest_path: Path, answer_paths: list[Path], out: Path, seed: int = 
     path = out / "agreement.md"
     path.write_text("\n".join(text) + "\n")
     return path
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("answers", nargs="+", type=Path, help="two or more annotators' saved answer files")
-    p.add_argument("--items", type=Path, required=True, help="items.json written by `vignette annotate export`")
-    p.add_argument("--out", type=Path, default=Path("agreement"), help="output folder (default ./agreement)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -30,20 +30,12 @@ import pandas as pd
 from PIL import Image, UnidentifiedImageError
 from tqdm.auto import tqdm
 
-from vignette_bench import cli_options as opt
+from vignette_bench.dataset_builder.arguments import CheckSettings
+from vignette_bench.dataset_builder.arguments import check_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.records import RecordError, RenderRecord, stable_seed
 from vignette_bench.dataset_builder.shard import INPUT_IMAGE_SUFFIXES
 
 DETECT_SIDE = 512
-
-
-@dataclass(frozen=True)
-class CheckSettings:
-    min_std: float = 6.0  # grey levels (0..255); below this the image is blank or near-uniform
-    max_hash_distance: int = 4  # of 64 bits; at or below, two renders count as near-duplicates
-    face: bool = True
-    min_face_fraction: float = 0.06  # smallest face side searched, as a fraction of the image side
-    expected_size: tuple[int, int] | None = None  # default: the size in each render's record
 
 
 @dataclass(frozen=True)
@@ -195,7 +187,10 @@ def _inspect(item: tuple[str, Path, CheckSettings]) -> tuple[dict, int]:
 
 
 def check_renders(
-    render_dir: Path, settings: CheckSettings = CheckSettings(), progress: bool = True, workers: int = 1
+    render_dir: Path,
+    settings: CheckSettings = CheckSettings(),  # noqa: B008 - a frozen dataclass
+    progress: bool = True,
+    workers: int = 1,
 ) -> list[CheckResult]:
     """Check every render in a folder; one result per image, in key order.
 
@@ -280,22 +275,6 @@ def rerender_failures(
         )
         groups[settings].append((spec, stable_seed(rec.key, rec.seed)))
     return sum(rerender(items, Path(render_dir), settings) for settings, items in groups.items())
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("renders", type=Path, metavar="RENDERS", help="render folder (<key>.png + <key>.json)")
-    p.add_argument(
-        "--table", type=Path, default=None, help="results table, .parquet or .csv (default RENDERS/check.parquet)"
-    )
-    p.add_argument("--min-std", type=float, default=CheckSettings.min_std)
-    p.add_argument("--max-hash-distance", type=int, default=CheckSettings.max_hash_distance)
-    p.add_argument("--no-face", action="store_true", help="skip the face check")
-    opt.size(p, default=None, help="expected WxH (default: each record's size)")
-    p.add_argument("--workers", type=int, default=1, help="processes for the per-image checks (default 1)")
-    p.add_argument(
-        "--rerender-failures", action="store_true", help="re-render failures with a new recorded seed, then check again"
-    )
-    p.add_argument("--device", default="auto", help="device for --rerender-failures")
 
 
 def main(args: argparse.Namespace) -> int:

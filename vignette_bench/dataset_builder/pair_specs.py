@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from vignette_bench import cli_options as opt
+from vignette_bench.dataset_builder.arguments import ROWS_PER_FILE
+from vignette_bench.dataset_builder.arguments import specs_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 
 SPECS_DIR = "pairs"
-ROWS_PER_FILE = 1_000_000  # ~1.5 GB peak while a slice is built; ~20 MB per file
 
 
 def specs_config(config: str) -> str:
@@ -70,12 +70,6 @@ def _rows(root: Path, config: str) -> int:
     index = vignette.RenderIndex.load(source)
     taxonomy = vignette.load_taxonomy(source.url("taxonomy"))
     return len(vignette.PairSpace(taxonomy, config, coverage=index.coverage))
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    opt.source(p, type=Path, required=True, help="source folder (with renders/index.parquet and taxonomy/)")
-    p.add_argument("--configs", default=None, help="comma-separated pair configs (default: all four)")
-    p.add_argument("--rows-per-file", type=int, default=ROWS_PER_FILE)
 
 
 def main(args: argparse.Namespace) -> int:

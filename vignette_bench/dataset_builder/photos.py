@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from vignette_bench import cli_options as opt
+from vignette_bench.dataset_builder.arguments import photos_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.card import write_card
 from vignette_bench.dataset_builder.records import RenderRecord, spec_for
 from vignette_bench.dataset_builder.shard import write_shards
@@ -146,13 +146,6 @@ def build_photo_source(
         write_shards(Path(tmp), out, quality=quality, taxonomy=taxonomy, progress=progress)
     write_card(out)
     return out
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--labels", type=Path, required=True, help="CSV or parquet: image, gender, identity, activity")
-    opt.out(p, type=Path, required=True, help="source folder to write (its renders/ is replaced)")
-    p.add_argument("--taxonomy", type=Path, default=None, help="your own taxonomy folder (default: the packaged one)")
-    p.add_argument("--quality", type=int, default=90, help="JPEG quality in the shards (default 90)")
 
 
 def main(args: argparse.Namespace) -> int:

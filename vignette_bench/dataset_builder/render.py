@@ -30,10 +30,11 @@ from PIL import Image
 from tqdm.auto import tqdm
 
 from vignette_bench import cli_options as opt
+from vignette_bench.dataset_builder.arguments import DEFAULT_MODEL
+from vignette_bench.dataset_builder.arguments import render_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.records import RecordError, RenderRecord, RenderSpec, plan_renders
 from vignette_bench.taxonomy import load_taxonomy
 
-DEFAULT_MODEL = "black-forest-labs/FLUX.1-dev"
 VERSIONED_PACKAGES = ("torch", "diffusers", "transformers", "accelerate", "pillow")
 
 
@@ -301,36 +302,6 @@ def _csv(text: str | None) -> list[str] | None:
 
 
 positive_int = opt.positive_int
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    opt.out(p, type=Path, required=True, help="render folder (<key>.png + <key>.json); rerun to resume")
-    opt.model(p, default=DEFAULT_MODEL, help=f"diffusers pipeline, Hub id or local path (default {DEFAULT_MODEL})")
-    p.add_argument(
-        "--revision", default=None, help="Hub revision (branch, tag or commit); recorded as the commit it resolves to"
-    )
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--guidance", type=float, default=3.5)
-    opt.size(p, default=(1024, 1024), help="WxH or N (default 1024)")
-    p.add_argument("--dtype", default="auto", choices=("auto", "bfloat16", "float16", "float32"))
-    p.add_argument("--device", default="auto", help="auto: cuda:$LOCAL_RANK if a GPU is there, else cpu")
-    p.add_argument("--batch-size", type=int, default=1)
-    p.add_argument(
-        "--max-sequence-length", type=int, default=None, help="text encoder length, if the pipeline takes one"
-    )
-    p.add_argument("--shard", default=None, help="i/N: take part i of N (job arrays); composes with RANK/WORLD_SIZE")
-    p.add_argument("--genders", default=None, help="comma-separated subset (default all)")
-    p.add_argument("--dimensions", default=None)
-    p.add_argument("--identities", default=None)
-    p.add_argument("--activities", default=None)
-    p.add_argument("--no-portraits", action="store_true")
-    p.add_argument(
-        "--renders-per-cell",
-        type=positive_int,
-        default=1,
-        help="k renders (seeds) of every identity x activity cell and portrait; 1 = the paper's design (default)",
-    )
-    p.add_argument("--taxonomy", default=None, help="taxonomy folder (default: the packaged one)")
 
 
 def main(args: argparse.Namespace) -> int:

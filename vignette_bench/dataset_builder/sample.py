@@ -14,18 +14,17 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from vignette_bench import cli_options as opt
+from vignette_bench.dataset_builder.arguments import SAMPLE_ACTIVITIES, SAMPLE_IDENTITIES
+from vignette_bench.dataset_builder.arguments import sample_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.card import write_card
 from vignette_bench.dataset_builder.placeholder import draw_placeholder
 from vignette_bench.dataset_builder.records import RenderRecord, RenderSpec, plan_renders
-from vignette_bench.dataset_builder.render import library_versions, positive_int
+from vignette_bench.dataset_builder.render import library_versions
 from vignette_bench.dataset_builder.shard import Format, write_shards
 from vignette_bench.taxonomy import DATA_DIR, TAXONOMY_FILES, load_taxonomy
 
 # Both genders, three dimensions (gender is one), 3 identities where a dimension has them, and
 # six activities of all four time uses: enough for every pair config and question type.
-SAMPLE_IDENTITIES = ("man", "woman", "muslim", "hindu", "christian", "old", "young", "child")
-SAMPLE_ACTIVITIES = ("cooking", "driving", "teaching", "programming", "exercising", "babysitting")
 PLACEHOLDER_MODEL = "placeholder:dataset_builder.placeholder.draw_placeholder"
 
 
@@ -104,18 +103,6 @@ def build_sample(
         write_pair_specs(out_dir)
     write_card(out_dir)
     return out_dir
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    opt.out(p, type=Path, required=True, help="folder to create (its renders/ is replaced)")
-    opt.size(p, default=(256, 256), help="render size, square: N or NxN pixels (default 256)")
-    p.add_argument("--format", choices=("jpeg", "webp"), default="jpeg")
-    p.add_argument("--quality", type=int, default=90)
-    p.add_argument("--identities", default=",".join(SAMPLE_IDENTITIES), help="comma-separated identity names")
-    p.add_argument("--activities", default=",".join(SAMPLE_ACTIVITIES), help="comma-separated activity names")
-    p.add_argument(
-        "--renders-per-cell", type=positive_int, default=1, help="k renders of every cell and portrait (default 1)"
-    )
 
 
 def main(args: argparse.Namespace) -> int:

@@ -28,7 +28,8 @@ import pandas as pd
 from PIL import Image, UnidentifiedImageError
 from tqdm.auto import tqdm
 
-from vignette_bench import cli_options as opt
+from vignette_bench.dataset_builder.arguments import DEFAULT_MAX_SHARD_BYTES
+from vignette_bench.dataset_builder.arguments import shard_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.records import RecordError, RenderRecord, plan_order, read_record
 from vignette_bench.taxonomy import DATA_DIR, Taxonomy, load_taxonomy, slug
 
@@ -36,7 +37,6 @@ Format = Literal["jpeg", "webp"]
 EXTENSION: dict[str, str] = {"jpeg": "jpg", "webp": "webp"}
 FORMAT_OF_EXTENSION = {v: k for k, v in EXTENSION.items()}
 INPUT_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
-DEFAULT_MAX_SHARD_BYTES = 512 * 1024**2
 INDEX_PATH = "renders/index.parquet"
 SHARD_RE = re.compile(r"^(?P<gender>[a-z]+)-(?P<dimension>[a-z0-9_]+)-(?P<number>\d{5})\.tar$")
 # Fixed tar header fields make a shard's bytes a function of its contents alone.
@@ -426,32 +426,6 @@ def failed_in_check(table: Path, render_dir: Path) -> set[str]:
             f"run `vignette build check {render_dir}` again"
         )
     return set(df.loc[~df.ok.astype(bool), "key"])
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "renders",
-        type=Path,
-        nargs="?",
-        metavar="RENDERS",
-        help="render folder (<key>.png + <key>.json), e.g. the output of `render`",
-    )
-    opt.out(p, type=Path, required=True, help="source folder to write renders/*.tar and renders/index.parquet into")
-    p.add_argument(
-        "--format", choices=("jpeg", "webp"), default="jpeg", help="image format in the shards (default jpeg)"
-    )
-    p.add_argument("--quality", type=int, default=90, help="encoder quality, recorded in the index (default 90)")
-    p.add_argument(
-        "--max-shard-mb", type=float, default=DEFAULT_MAX_SHARD_BYTES / 1024**2, help="size cap per shard (default 512)"
-    )
-    p.add_argument("--taxonomy", default=None, help="taxonomy folder (default: the packaged one)")
-    p.add_argument("--check", type=Path, default=None, help="check table (from `check`): pack only renders that passed")
-    p.add_argument("--reindex", action="store_true", help="only rebuild renders/index.parquet from the shards in --out")
-    p.add_argument(
-        "--card", action="store_true", help="also copy the taxonomy and write README.md (dataset card) into --out"
-    )
-    opt.repo(p, default=None, help="with --card: the name users load the source by (e.g. a Hub dataset id)")
-    p.add_argument("--license", default="cc-by-4.0", help="with --card: the license in the card's YAML")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ import fsspec
 import pandas as pd
 from tqdm.auto import tqdm
 
-from vignette_bench import cli_options as opt
+from vignette_bench.dataset_builder.arguments import verify_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.records import RecordError, RenderRecord, validate_record
 from vignette_bench.dataset_builder.shard import INDEX_PATH, ShardError, read_image_bytes, scan_shard
 
@@ -230,11 +230,6 @@ def _record_of(row) -> RenderRecord:
         dtype="",
         variant=row.variant,
     )
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    opt.source(p, required=True, help="source folder or fsspec URL (holding renders/index.parquet)")
-    p.add_argument("--decode", action="store_true", help="also decode every image (slower: reads all bytes)")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -13,8 +13,6 @@ from typing import Any
 from vignette_bench import cli_options as opt
 from vignette_bench.formats.pair_config import CONFIGS, DEFAULT_SEAM, DEFAULT_SIZE
 from vignette_bench.loader.errors import MissingRenderError, VignetteError, unknown
-from vignette_bench.loader.load import info_table, open_pair
-from vignette_bench.loader.reader import RenderIndex
 from vignette_bench.loader.sources import DEFAULT_SOURCE, Source
 from vignette_bench.taxonomy import load_taxonomy
 
@@ -26,6 +24,9 @@ def info_add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def info_main(args: argparse.Namespace) -> int:
     """Pairs per config x gender x dimension, and totals."""
+    from vignette_bench.loader.load import info_table  # pyarrow: not for --help
+    from vignette_bench.loader.reader import RenderIndex
+
     if args.source:
         index = RenderIndex.load(Source(args.source))
         table = info_table(load_taxonomy(index.source.url("taxonomy")), index.coverage)
@@ -48,6 +49,8 @@ def show_add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def show_main(args: argparse.Namespace) -> int:
     """Write one composed pair to an image file."""
+    from vignette_bench.loader.load import open_pair  # pyarrow: not for --help
+
     if args.config not in CONFIGS:
         raise unknown("config", args.config, CONFIGS)
     try:

@@ -42,6 +42,9 @@ def _tile(data: bytes, tile_w: int, height: int) -> PILImage:
         opened.draft("RGB", (tile_w, height))  # DCT scaling: decode at 1/2, 1/4 or 1/8 when big enough
     img: PILImage = opened.convert("RGB") if opened.mode != "RGB" else opened
     w, h = img.size
+    if (w, h) == (tile_w, height):  # a copy cropped to the tile (`vignette build reduce --crop`): as it is
+        img.load()
+        return img
     box: tuple[float, float, float, float]
     if w * height > h * tile_w:  # wider than the tile: crop the sides
         cw = h * tile_w / height
@@ -68,7 +71,8 @@ def compose(
         raise VignetteError(f"bad output size {size} / seam {seam}: need width >= 2, height >= 1, 0 <= seam < width")
     tile_w = (width + seam + 1) // 2
     overlap = 2 * tile_w - width
-    out = Image.new("RGB", (width, height))
+    # not initialised (no fill): the right tile covers [width - tile_w, width), the left one the rest
+    out = Image.new("RGB", (width, height), None)
     out.paste(_tile(right, tile_w, height), (width - tile_w, 0))
     left_tile = _tile(left, tile_w, height)
     solid = tile_w - overlap  # plain copy up to the seam; only the overlap strip is blended

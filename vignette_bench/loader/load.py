@@ -22,7 +22,7 @@ from vignette_bench.formats.render_index import INDEX_PATH
 from vignette_bench.formats.selection import SelectionRecord
 from vignette_bench.loader.compose import Composer
 from vignette_bench.loader.errors import MissingRenderError, VignetteError, as_tuple, unknown
-from vignette_bench.loader.filesystem import PairFileSystem, pair_url
+from vignette_bench.loader.filesystem import DEFAULT_ENCODING, PairFileSystem, _suffix, pair_url
 from vignette_bench.loader.reader import RenderIndex, RenderReader
 from vignette_bench.loader.sources import DEFAULT_SOURCE, Source, resolve_source
 from vignette_bench.loader.space import Coverage, Orders, PairSpace
@@ -81,11 +81,12 @@ class _Plan:
     selection: Selection
     index: RenderIndex | None
     on_missing: str
-    image_prefix: str = ""  # pair_url up to the keys: the image column is prefix + left + "/" + right + ".png"
+    image_prefix: str = ""  # pair_url up to the keys: the image column is prefix + left + "/" + right + suffix
+    image_suffix: str = ".bmp"  # how the pairs are encoded (vignette_bench/loader/filesystem.py, PAIR_ENCODINGS)
     chunk: int = 2048
 
 
-def _image_column(prefix: str, cols: dict[str, pa.Array]) -> pa.Array:
+def _image_column(prefix: str, cols: dict[str, pa.Array], suffix: str = ".bmp") -> pa.Array:
     """The ``image`` column: Image structs holding a vignette:// path and no bytes (see `pair_url`)."""
     n = len(cols["key_left"])
     paths = pc.binary_join_element_wise(
@@ -93,7 +94,7 @@ def _image_column(prefix: str, cols: dict[str, pa.Array]) -> pa.Array:
         cols["key_left"],
         pa.array(np.full(n, "/", dtype=object), pa.string()),
         cols["key_right"],
-        pa.array(np.full(n, ".png", dtype=object), pa.string()),
+        pa.array(np.full(n, suffix, dtype=object), pa.string()),
         "",
     )
     return pa.StructArray.from_arrays([pa.nulls(n, pa.binary()), paths], names=["bytes", "path"])
@@ -129,7 +130,7 @@ def _generate_rows(plan: _Plan, ranges: list[tuple[int, int]], images: bool = Tr
                 if plan.on_missing == "raise":
                     raise MissingRenderError(_missing_message(plan, cols, ok))
                 skipped += int((~ok).sum())
-            extra = {"image": _image_column(plan.image_prefix, cols)} if images else {}
+            extra = {"image": _image_column(plan.image_prefix, cols, plan.image_suffix)} if images else {}
             rows = pa.table({**cols, **extra}).to_pylist()
             for row, keep in zip(rows, ok):
                 if keep:
@@ -185,7 +186,7 @@ def load_dataset(
     orders: Orders = "rule",
     size: tuple[int, int] = DEFAULT_SIZE,
     seam: int = DEFAULT_SEAM,
-    image_format: str = "PNG",
+    image_format: str = DEFAULT_ENCODING,
     on_missing: Literal["raise", "skip"] = "raise",
     cache_size: int = 128,
     max_rows: int = 1_000_000,
@@ -214,6 +215,9 @@ def load_dataset(
     nothing downloaded or composed. ``reduced=True`` composes from the renders' reduced copies where the
     source has them (``vignette build reduce``; ~4x faster, slightly different pixels, recorded as
     ``composition`` in ``info.description``); ``reduced=False`` always composes the full renders.
+    ``image_format`` is how a pair reaches ``datasets`` (the image paths' suffix): ``"BMP"`` (default:
+    uncompressed, ~0.3 ms to write and read where PNG took ~25 ms) or ``"PNG"`` (a third smaller: what
+    ``push_to_hub`` embeds is these bytes, so load with ``image_format="PNG"`` to publish PNG). Same pixels.
 
     As with ``datasets.load_dataset``, a map-style table is an Arrow file memory-mapped from
     ``cache_dir`` (default: the datasets cache, ``HF_DATASETS_CACHE/vignette``), named by the sha256 of
@@ -314,8 +318,7 @@ def _check_serving(serving: _Serving, num_proc: int | None) -> None:
     _whole_at_least("cache_size", serving.cache_size, 0, none_ok=False)
     _whole_at_least("max_rows", serving.max_rows, 0, none_ok=False)
     _split_bounds(serving.split, 0)  # a bad split string is named before anything is read
-    if serving.image_format != "PNG":
-        raise VignetteError(f"image_format {serving.image_format!r}: pair images are served as PNG (vignette:// paths)")
+    _suffix(serving.image_format)  # BMP or PNG (the path's suffix); anything else is named here
 
 
 @dataclass(frozen=True, eq=False)
@@ -350,7 +353,10 @@ def _prepare(path: str | os.PathLike[str] | None, config: PairConfig, serving: _
             f"{name}: the filters select no pairs from source {source.root} (filters {space.filters}); widen them"
         )
     size, seam, reduced = config.size, config.seam, config.reduced
-    image_prefix = pair_url(source.root, "", "", size, seam, reduced).removesuffix("//.png") + "/"
+    suffix = "." + _suffix(serving.image_format)
+    image_prefix = (
+        pair_url(source.root, "", "", size, seam, reduced, serving.image_format).removesuffix("//" + suffix) + "/"
+    )
     composer = Composer(RenderReader(index, serving.cache_size), size, seam, use_reduced=reduced)
     PairFileSystem.composers[(source.root, size, seam, reduced, os.getpid())] = composer
     record = {
@@ -369,7 +375,7 @@ def _prepare(path: str | os.PathLike[str] | None, config: PairConfig, serving: _
         "renders_per_cell": max(index.coverage.variants.values(), default=1),
         "composition": _composition(composer, index),
     }
-    return _Prepared(_Plan(selection, index, serving.on_missing, image_prefix), record)
+    return _Prepared(_Plan(selection, index, serving.on_missing, image_prefix, suffix), record)
 
 
 def _description(record: dict[str, Any]) -> str:
@@ -422,7 +428,7 @@ def _map_dataset(prepared: _Prepared, config: PairConfig, serving: _Serving):
         cols = {k: v.filter(mask) for k, v in cols.items()}
     feats = features()
     if serving.images:
-        cols["image"] = _image_column(plan.image_prefix, cols)
+        cols["image"] = _image_column(plan.image_prefix, cols, plan.image_suffix)
     else:
         del feats["image"]
     table = pa.table(cols, schema=feats.arrow_schema)

@@ -183,6 +183,12 @@ class RenderReader:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["index"], state["cache_size"])  # type: ignore[misc]
 
+    def fork(self) -> RenderReader:
+        """A reader for this process over the same index, starting from this one's cache (after a fork)."""
+        copy = RenderReader(self.index, self.cache_size)
+        copy._cache = OrderedDict(self._cache)
+        return copy
+
     def read(self, key: str, reduced: bool = False) -> tuple[bytes, RenderLocation]:
         """The render's bytes, or (``reduced``) those of its reduced copy, which must exist."""
         loc = self.index.reduced[key][0] if reduced else self.index.locate(key)

@@ -11,11 +11,9 @@ from collections.abc import Hashable
 import numpy as np
 import pandas as pd
 
+from vignette_bench.eval.analysis.levels import MIN_EFFECT, Q  # noqa: F401  (re-exported)
 from vignette_bench.eval.analysis.numbers import POSITION_CONFOUNDED
 from vignette_bench.stats.multiplicity import global_then_bh
-
-Q = 0.05  # the global q a verdict needs (figures.SIG_Q is the same level)
-MIN_EFFECT = 5.0  # pp: the smallest effect a verdict calls bias (`vignette report --min-effect`)
 
 NOT_ROBUST = "bias (not robust to refusals)"  # significant and large, but its sign flips within the refusal bounds
 CONFOUNDED = "position-confounded"  # seen on one side only: its rate is the position-confounded pooled rate

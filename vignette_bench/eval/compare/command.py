@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from vignette_bench.eval.analysis.compare import Comparison, compare_frames
 from vignette_bench.eval.analysis.names import label_for, parse_labels, run_label
+from vignette_bench.eval.compare.arguments import compare_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.runs import Run, RunError, index_digest, load_run
 
 if TYPE_CHECKING:
@@ -73,19 +74,6 @@ def write(c: Comparison, out: Path, runs: tuple[Run, Run] | None = None) -> list
         section.anchor = section.anchor or fig_name("compare", c.label_a, c.label_b)
         sections = [findings(runs[0], c.label_a, section.anchor), findings(runs[1], c.label_b, section.anchor), section]
     return [*paths, write_markdown(title, sections, out), write_html(title, sections, out)]
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run_a", metavar="RUN_A", help="run folder (responses.parquet + run.json)")
-    p.add_argument("run_b", metavar="RUN_B", help="run folder compared against RUN_A (delta = A − B)")
-    p.add_argument("--out", type=Path, default=Path("compare"), help="output folder (default ./compare)")
-    p.add_argument(
-        "--label",
-        action="append",
-        metavar="RUN=NAME",
-        help="name shown for the model of run folder RUN (repeatable; default: id@revision from run.json)",
-    )
-    p.add_argument("--clusters", choices=("auto", "shared", "separate"), default="auto")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from vignette_bench import cli_options as opt
+from vignette_bench.eval.explain.arguments import explain_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.explain.attention import AttentionSummary
 from vignette_bench.eval.runtime.folder import RunFolder
 
@@ -246,14 +246,6 @@ def attention_section(run_dir: str | Path, examples: int = 2) -> Any:
             caption = f"question {qid}: overlay, mean map, heads" + (f" ({done.image_note})" if done.image_note else "")
             s.figures.append(Figure(fig_name("attention", qid), caption, done.combined.read_bytes()))
     return s
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    opt.runs(p, help="a run folder (responses.parquet or log/, run.json, plan.parquet)")
-    p.add_argument("--question", required=True, help="question_id of the answer to explain")
-    p.add_argument("--layer", type=int, help="layer for the per-head panel (default: the last; -2 = second to last)")
-    opt.out(p, help="folder for the PNGs (default RUN/explain)")
-    p.add_argument("--image", help="the pair image file, when it cannot be composed from the run's source")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -16,18 +16,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from vignette_bench import cli_options as opt
 from vignette_bench.eval.leaderboard import verify as verify_cmd
+from vignette_bench.eval.leaderboard.arguments import build_add_arguments as build_add_arguments  # noqa: F401 (the parser lives in a light module)
+from vignette_bench.eval.leaderboard.arguments import create_add_arguments as create_add_arguments  # noqa: F401 (the parser lives in a light module)
+from vignette_bench.eval.leaderboard.arguments import export_add_arguments as export_add_arguments  # noqa: F401 (the parser lives in a light module)
+from vignette_bench.eval.leaderboard.arguments import validate_add_arguments as validate_add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.leaderboard.board import build, collect, export
 from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, write_new_entry
 from vignette_bench.eval.runs import RunError
-
-
-def create_add_arguments(p: argparse.ArgumentParser) -> None:
-    opt.runs(p, help="a finished run folder (responses.parquet + run.json)")
-    p.add_argument("--by", required=True, help="who submits (Hub user or org)")
-    opt.out(p, default="leaderboard/entries", help="entries folder (default leaderboard/entries)")
-    p.add_argument("--location", help="where the responses parquet will be published (hf://datasets/..., https://...)")
 
 
 def create_main(args: argparse.Namespace) -> int:
@@ -42,10 +38,6 @@ def create_main(args: argparse.Namespace) -> int:
         return 1
     print(f"wrote {path}")
     return 0
-
-
-def validate_add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("entries", nargs="+", metavar="ENTRY", help="entry JSON files")
 
 
 def validate_main(args: argparse.Namespace) -> int:
@@ -66,19 +58,6 @@ def validate_main(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
-def build_add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--entries", default="leaderboard/entries", help="entries folder (default leaderboard/entries)")
-    opt.out(p, default="leaderboard/site", help="folder for the board (default leaderboard/site)")
-    p.add_argument("--strict", action="store_true", help="exit 1 when any entry is rejected (default: list it)")
-    p.add_argument(
-        "--keys",
-        type=Path,
-        metavar="PATH",
-        help="the maintainers.json whose keys make a verification count (default: the one beside the entries "
-        "folder; CI on a pull request passes the base branch's)",
-    )
-
-
 def build_main(args: argparse.Namespace) -> int:
     """vignette leaderboard build: validate every entry and render the board (Markdown + one HTML page)."""
     try:
@@ -94,13 +73,6 @@ def build_main(args: argparse.Namespace) -> int:
         return 1
     print(f"{len(accepted)} entries ({len(rejected)} rejected) -> {md}, {page}")
     return 1 if rejected and args.strict else 0
-
-
-def export_add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("entry", metavar="ENTRY", help="an entry JSON")
-    opt.repo(p, required=True, help="the benchmark dataset's Hub repo id (e.g. ORG/vignette)")
-    p.add_argument("--link", help="link to the leaderboard or results repo")
-    opt.out(p, default=".", help="the model repo's folder; .eval_results/ is written inside it (default .)")
 
 
 def export_main(args: argparse.Namespace) -> int:

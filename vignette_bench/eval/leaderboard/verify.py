@@ -48,8 +48,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from vignette_bench import cli_options as opt
 from vignette_bench.eval.leaderboard import signing
+from vignette_bench.eval.leaderboard.arguments import keygen_add_arguments as keygen_add_arguments  # noqa: F401 (the parser lives in a light module)
+from vignette_bench.eval.leaderboard.arguments import verify_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.leaderboard.entry import EntryError, validate
 from vignette_bench.formats.base import FormatError
 from vignette_bench.formats.verification import Mismatch, Verification
@@ -338,20 +339,6 @@ def load_verification(entry_path: Path, entry: dict, keys: signing.Keys | None =
     return verification_status(entry_path, entry, keys).record
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("entry", type=Path, help="an entry JSON (validated first)")
-    opt.model(p, required=True, help="model spec to re-ask with (the entry's model and revision)")
-    opt.limit(p, default=50, help="questions to re-ask (default 50)")
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument(
-        "--key",
-        type=Path,
-        metavar="PATH",
-        help="the maintainer's private key file (vignette leaderboard keygen): sign the result and write "
-        "verifications/<entry_id>.json; without it the result is only printed",
-    )
-
-
 def main(args: argparse.Namespace) -> int:
     key = signing.load_private_key(args.key) if args.key else None  # a bad key fails before any re-asking
     try:
@@ -369,10 +356,6 @@ def main(args: argparse.Namespace) -> int:
     path.write_text(signed.dumps())
     print(f"{word}  {args.entry}: {result.reason}; signed by key {signed.signed_by}; wrote {path}")
     return 0 if result.passed else 1
-
-
-def keygen_add_arguments(p: argparse.ArgumentParser) -> None:
-    opt.out(p, required=True, help="where to write the new private key (PEM, mode 0600); never commit it")
 
 
 def keygen_main(args: argparse.Namespace) -> int:

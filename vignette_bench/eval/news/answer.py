@@ -22,15 +22,15 @@ from typing import Any
 
 from tqdm import tqdm
 
-from vignette_bench import cli_options as opt
 from vignette_bench.eval.adapters.base import ModelAdapter, TextRequest
+from vignette_bench.eval.news.arguments import ROBUSTNESS_TEMPERATURE
+from vignette_bench.eval.news.arguments import answer_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.news.data import NewsDataError, NewsItem, load_news, news_items
 from vignette_bench.eval.news.json_reply import parse_json_object
 from vignette_bench.eval.runtime.runlog import PartWriter, scan_part
 from vignette_bench.formats.news import NewsAnswer
 
 DEFAULT_TEMPERATURE = 0.0
-ROBUSTNESS_TEMPERATURE = 0.2
 MAX_NEW_TOKENS = 128
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -188,16 +188,6 @@ def answer_news(
             counts["asked"] += len(batch)
             bar.update(len(batch))
     return counts
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    opt.source(parser, required=True, help="source folder, Hub repo id or URL holding news/*.parquet")
-    opt.model(parser, required=True, help="model spec (see docs/news.md)")
-    opt.out(parser, required=True, help="run folder: answers.jsonl and answers_provenance.json")
-    parser.add_argument("--robustness", action="store_true", help=f"temperature {ROBUSTNESS_TEMPERATURE} instead of 0")
-    parser.add_argument("--batch-size", type=int, default=4)
-    opt.limit(parser, default=None, help="only the first N items")
-    parser.add_argument("--retry-invalid", action="store_true", help="ask again where the answer did not parse")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vignette_bench import cli_options as opt
 from vignette_bench.dataset_builder.news import build_news_sample
 from vignette_bench.eval.adapters.spec import build_adapter
 from vignette_bench.eval.analysis.names import display_id
 from vignette_bench.eval.news.answer import ANSWERS_FILE, answer_news, read_answers
+from vignette_bench.eval.news.arguments import demo_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.news.data import load_news, news_items
 from vignette_bench.eval.news.fixture import FixtureJudge
 from vignette_bench.eval.news.judge import judge_answers, read_judgements
@@ -87,19 +87,6 @@ def judged_example(out: Path) -> str:
             "scores by the FIXTURE judge (a hash of the prompt, not a judgement): "
             + ", ".join(f"{d} {v:g}" for d, v in sorted(by_dimension.items())),
         ]
-    )
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    opt.out(parser, default="demo_out/news", help="folder for everything the demo writes (default demo_out/news)")
-    opt.limit(parser, default=5, help="sample items to use (10 in the sample; 5 = one per attribute)")
-    opt.model(parser, default="tiny:llava?mode=generate", help="answering model spec")
-    parser.add_argument("--judge", default="tiny:llava?mode=generate", help="judge model spec")
-    parser.add_argument(
-        "--judge-max-new-tokens",
-        type=int,
-        default=64,
-        help="the tiny judge never stops on its own; a real judge's reply fits in 64 tokens",
     )
 
 

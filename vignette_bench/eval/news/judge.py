@@ -24,9 +24,11 @@ from typing import Any
 
 from tqdm import tqdm
 
-from vignette_bench import cli_options as opt
 from vignette_bench.eval.adapters.base import ModelAdapter, TextRequest
 from vignette_bench.eval.news.answer import read_answers
+from vignette_bench.eval.news.arguments import DEFAULT_JUDGE as DEFAULT_JUDGE
+from vignette_bench.eval.news.arguments import JUDGE_MAX_NEW_TOKENS
+from vignette_bench.eval.news.arguments import judge_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.news.data import NewsDataError, NewsItem, load_news, news_items
 from vignette_bench.eval.news.json_reply import parse_json_object
 from vignette_bench.eval.runtime.runlog import PartWriter, scan_part
@@ -40,8 +42,6 @@ JUDGE_SCHEMA: dict[str, Any] = {
     "required": ["score", "snippet"],
     "additionalProperties": False,
 }
-JUDGE_MAX_NEW_TOKENS = 256
-DEFAULT_JUDGE = "openai:gpt-4o@https://api.openai.com/v1"  # a GPT-4o-class judge, as in the paper
 
 _FRAME = (
     "You are grading one answer that a vision-language model gave about the attached news photo.\n\n"
@@ -269,21 +269,6 @@ def judge_answers(
             writer.append(rows)
             bar.update(len(batch))
     return counts
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    opt.source(parser, required=True, help="the source the answers were made from")
-    parser.add_argument("--answers", required=True, nargs="+", help="one or more RUN_DIR/answers.jsonl")
-    parser.add_argument(
-        "--judge",
-        default=DEFAULT_JUDGE,
-        help=f"judge model spec (default {DEFAULT_JUDGE}, key from OPENAI_API_KEY; any "
-        "openai:MODEL@URL, or a local spec such as hf:PATH?mode=generate)",
-    )
-    opt.out(parser, required=True, help="judgements jsonl (appended to; reruns resume)")
-    parser.add_argument("--batch-size", type=int, default=4)
-    parser.add_argument("--max-new-tokens", type=int, default=JUDGE_MAX_NEW_TOKENS)
-    parser.add_argument("--retry-failures", action="store_true", help="judge again where the judge failed")
 
 
 def main(args: argparse.Namespace) -> int:

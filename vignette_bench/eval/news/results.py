@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from vignette_bench import cli_options as opt
 from vignette_bench.eval.analysis.names import display_id
 from vignette_bench.eval.news.answer import read_answers
+from vignette_bench.eval.news.arguments import results_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.news.judge import DIMENSIONS, read_judgements
 
 ATTRIBUTE_ORDER = ("age", "gender", "race", "sport", "occupation")  # the paper's column order
@@ -296,14 +296,6 @@ def write_results(
             written["agreement"], index=False
         )
     return written
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--answers", required=True, nargs="+", help="RUN_DIR/answers.jsonl of each model")
-    parser.add_argument("--judgements", required=True, help="judgements jsonl from vignette news judge")
-    parser.add_argument("--judge-id", default=None, help="which judge, when the file holds several")
-    parser.add_argument("--compare", default=None, help="a second judgements jsonl (another judge or run)")
-    opt.out(parser, required=True, help="folder for the table, summary csv and scatter")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -19,10 +19,10 @@ from vignette_bench.eval.analysis.verdicts import (  # noqa: F401  (re-exported:
     VERDICTS,
     verdicts,
 )
+from vignette_bench.eval.report.arguments import FIGURES
 from vignette_bench.eval.runs import Run, index_digest, is_simulated, missing_paradigms, placeholder_renders
 
 Q = F.SIG_Q
-FIGURES = ("none", "findings", "all")  # `vignette report --figures`: which figures are drawn
 NOT_DRAWN = "figures not drawn in this report (`vignette report --figures all` draws them)"
 
 

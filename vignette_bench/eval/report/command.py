@@ -18,10 +18,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from vignette_bench import cli_options as opt
 from vignette_bench.eval.analysis.names import parse_labels
 from vignette_bench.eval.analysis.page import write_html, write_markdown
-from vignette_bench.eval.report.build import FIGURES, MIN_EFFECT, build
+from vignette_bench.eval.report.arguments import report_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
+from vignette_bench.eval.report.build import MIN_EFFECT, build
 from vignette_bench.eval.runs import RunError, load_run
 
 
@@ -44,31 +44,6 @@ def make_report(
     out.mkdir(parents=True, exist_ok=True)
     (out / "findings.txt").write_text("\n".join(line for s in sections for line in s.plain) + "\n")
     return write_markdown(title, sections, out), write_html(title, sections, out)
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    opt.runs(p, nargs="+", help="folders with responses.parquet and run.json")
-    opt.out(p, default="report", help="output folder (default: ./report)")
-    p.add_argument("--news", help="folder written by `vignette news results` to add as a section")
-    p.add_argument(
-        "--min-effect",
-        type=float,
-        default=MIN_EFFECT,
-        metavar="PP",
-        help=f"smallest effect in percentage points a verdict calls bias (default {MIN_EFFECT:g})",
-    )
-    p.add_argument(
-        "--label",
-        action="append",
-        metavar="RUN=NAME",
-        help="name shown for the model of run folder RUN (repeatable; default: id@revision from run.json)",
-    )
-    p.add_argument(
-        "--figures",
-        choices=FIGURES,
-        default="findings",
-        help="which figures to draw: none, findings (default: forest plots, model comparison) or all (heatmaps too)",
-    )
 
 
 def main(args: argparse.Namespace) -> int:

@@ -13,14 +13,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from vignette_bench import cli_options as opt
+from vignette_bench.eval.runtime.arguments import merge_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.questions import QuestionBuilder
 from vignette_bench.eval.runtime.runlog import iter_part, tail_state
@@ -59,8 +59,17 @@ def planned_ids(folder: RunFolder) -> Iterator[str]:
             yield q.question_id
 
 
-def merge(run_dir: str | Path, write: bool = True, allow_gaps: bool = False) -> MergeReport:
-    """Deduplicate, check against the plan, and (if complete or allow_gaps) write responses.parquet."""
+def merge(
+    run_dir: str | Path,
+    write: bool = True,
+    allow_gaps: bool = False,
+    held: Mapping[Path, Sequence[dict[str, Any]]] | None = None,
+) -> MergeReport:
+    """Deduplicate, check against the plan, and (if complete or allow_gaps) write responses.parquet.
+
+    ``held``: the complete rows of some parts, in file order, that the caller already holds (`vignette run`
+    holds its own part: what it read on resuming plus what it appended, under the part's lock), taken
+    instead of decoding those files again; every other part is read from disk."""
     folder = RunFolder(run_dir)
     run_dir = folder.path
     for path in (folder.record_path, folder.plan_path):
@@ -68,9 +77,14 @@ def merge(run_dir: str | Path, write: bool = True, allow_gaps: bool = False) -> 
             raise MergeError(f"{path} missing: is {run_dir} a run folder written by `vignette run`?")
     latest: dict[str, dict[str, Any]] = {}
     rows = torn = 0
+    held = held or {}
     for path in folder.part_paths():
-        torn += tail_state(path)[1]
-        for row in iter_part(path):
+        if path in held:  # the writer closed it whole (no torn tail): its rows are these
+            part_rows: Iterator[dict[str, Any]] = iter(held[path])
+        else:
+            torn += tail_state(path)[1]
+            part_rows = iter_part(path)
+        for row in part_rows:
             latest[row["question_id"]] = row
             rows += 1
     order = list(planned_ids(folder))
@@ -105,14 +119,6 @@ def merge(run_dir: str | Path, write: bool = True, allow_gaps: bool = False) -> 
     schema = schema_for(any("attn_left_share" in r for r in kept))  # attention recorded: keep its columns
     out = folder.write_responses(pa.Table.from_pylist(kept, schema=schema))  # atomic: a reader never sees half a file
     return MergeReport(**{**report.__dict__, "written": out})
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    opt.runs(parser, help="the --out folder of `vignette run`")
-    parser.add_argument(
-        "--allow-gaps", action="store_true", help="write the parquet even if planned questions are unanswered"
-    )
-    parser.add_argument("--dry-run", action="store_true", help="only report; write nothing")
 
 
 def main(args: argparse.Namespace) -> int:

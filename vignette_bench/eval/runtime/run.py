@@ -1,8 +1,9 @@
 """Put the benchmark's questions to a model: `vignette run --source S --config C --model M --out RUN_DIR`.
 
-Answers are appended to RUN_DIR/log/part-<rank>.jsonl batch by batch (flushed and fsync'ed),
-so a rerun with the same --out resumes where the last one stopped, skipping every question
-already answered. When every planned question has an answer the parts are merged into
+Answers are appended to RUN_DIR/log/part-<rank>.jsonl batch by batch (written and flushed per
+batch, fsync'ed at most every second and at exit: vignette_bench/eval/runtime/runlog.py), so a
+rerun with the same --out resumes where the last one stopped, skipping every question already
+answered. When every planned question has an answer the parts are merged into
 RUN_DIR/responses.parquet (`vignette merge RUN_DIR` does the same by hand).
 
 Many processes: under `torchrun` or `accelerate launch` each process reads RANK and WORLD_SIZE
@@ -33,32 +34,37 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from datasets import Dataset
 from datasets.distributed import split_dataset_by_node
 from PIL import Image
 from tqdm.auto import tqdm
 
-from vignette_bench import cli_options as opt
 from vignette_bench.eval.adapters.base import BackendUnavailable, ChoiceRequest, ModelAdapter
+from vignette_bench.eval.runtime.arguments import run_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.merge import MergeError, merge
-from vignette_bench.eval.runtime.planning import SamplePlan, plan_for_space
 from vignette_bench.eval.runtime.questions import (
     CONFIG_PARADIGMS,
     CONFIGS,
-    PARADIGMS,
     Question,
     QuestionBuilder,
     Variants,
     template_hash,
 )
-from vignette_bench.eval.runtime.runlog import ShardBusy
+from vignette_bench.eval.runtime.runlog import ShardBusy, iter_part, tail_state
 from vignette_bench.formats.pair_config import PairConfig
 from vignette_bench.formats.run_record import ORDERS, DatasetProvenance, ModelProvenance, RunRecord, RunSettings
 from vignette_bench.formats.selection import SelectionRecord
 from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
+
+if TYPE_CHECKING:  # planning imports scipy.stats: only `--sample auto` (plan_sample_size) needs it
+    from vignette_bench.eval.runtime.planning import SamplePlan
+
+# Rows of its own part a run keeps for the final merge (the merge holds every row anyway; above this,
+# a long session's memory is spared and the merge reads the part back).
+HELD_ROWS_MAX = 1_000_000
 
 # Adapter provenance keys that change the answers: a resumed run must keep them.
 # What decides the answers: a resume that would change any of them is refused with what differs
@@ -357,9 +363,16 @@ def run(
     mine = split_dataset_by_node(plan, rank=shard.rank, world_size=shard.world_size)
 
     done_pair: dict[str, str] = {}  # answered question id -> its pair (a question answered twice counts once)
-    for r in folder.rows():
-        if r.get("valid") or not retry_invalid:
-            done_pair[r["question_id"]] = r["pair_id"]
+    # This rank's part, as read here and then appended to, is held for the final merge (which then
+    # decodes only the other ranks' parts); above HELD_ROWS_MAX rows the merge reads it back instead.
+    own_part, own_rows = folder.part_path(shard.rank), []
+    own_bytes = tail_state(own_part)[0] if own_part.exists() else 0
+    for path in folder.part_paths():
+        for r in iter_part(path):
+            if path == own_part:
+                own_rows.append(r)
+            if r.get("valid") or not retry_invalid:
+                done_pair[r["question_id"]] = r["pair_id"]
     done = done_pair.keys()
     done_per_pair = Counter(done_pair.values())
     per_pair = len(builder(mine[0])) if len(mine) else 0  # the same for every pair of a config
@@ -374,6 +387,8 @@ def run(
     prepare = getattr(adapter, "prepare", None)
 
     writer = folder.part_writer(shard.rank)
+    # what was read above is the whole part (nothing appended between that read and taking its lock)
+    own_is_whole = own_part.stat().st_size == own_bytes
     session = {
         "rank": shard.rank,
         "world_size": shard.world_size,
@@ -418,6 +433,8 @@ def run(
             )
         rows = [q.response(r, model_id) for q, r in zip(questions, results)]
         writer.append(rows)
+        if len(own_rows) <= HELD_ROWS_MAX:
+            own_rows.extend(rows)
         invalid += sum(not row["valid"] for row in rows)
         for row in rows:
             if not row["valid"]:
@@ -489,8 +506,9 @@ def run(
     seconds = time.perf_counter() - start
 
     responses = None
+    held = {own_part: own_rows} if len(own_rows) <= HELD_ROWS_MAX and own_is_whole else {}
     try:
-        responses = merge(run_dir, write=True).written
+        responses = merge(run_dir, write=True, held=held).written
     except MergeError as e:
         if shard.world_size == 1:
             raise
@@ -507,6 +525,7 @@ def plan_sample_size(
 ) -> SamplePlan:
     """`--sample auto`: the power plan for the run's selection (filters, the source's coverage) and questions."""
     import vignette
+    from vignette_bench.eval.runtime.planning import plan_for_space
 
     source = vignette.Source(settings.source)
     taxonomy = load_taxonomy(source.url("taxonomy"))
@@ -553,79 +572,6 @@ def _parse_filters(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
             raise RunError(f"--filter {item!r}: expected key=value, e.g. dimension=religion")
         out.append((key.strip(), value.strip()))
     return tuple(sorted(out))
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    opt.source(p, required=True, help="Hub dataset repo id, local folder or base URL of the renders")
-    p.add_argument("--config", required=True, choices=CONFIGS)
-    opt.model(
-        p,
-        required=True,
-        help="model spec: random, random:seed=N, always-left, or an adapter spec (docs/eval.md)",
-    )
-    opt.out(p, required=True, help="run folder; rerunning with the same folder resumes")
-    p.add_argument(
-        "--sample",
-        help="a balanced sample of N pairs, or 'auto': as many as --detectable-effect needs "
-        "(default: every pair passing the filters)",
-    )
-    p.add_argument(
-        "--detectable-effect",
-        type=float,
-        default=10.0,
-        metavar="PP",
-        help="--sample auto: the shift from chance (percentage points) to detect with 80%% power (default 10)",
-    )
-    p.add_argument(
-        "--icc",
-        type=float,
-        help="--sample auto: correlation of answers about one image (default 0.269: an image effect of sd 1.1 logit)",
-    )
-    p.add_argument(
-        "--orders",
-        choices=ORDERS,
-        help="sides of each pair: balanced (default: one order, every identity left within one offer of half), "
-        "both (each pair in both orders, twice the cost: for final audits), rule (the fixed rule, as before); "
-        "a resumed run keeps its own",
-    )
-    p.add_argument(
-        "--filter", action="append", default=[], metavar="KEY=VALUE", help="e.g. dimension=religion, gender=female"
-    )
-    p.add_argument("--paradigms", default=",".join(PARADIGMS), help=f"comma-separated subset of {','.join(PARADIGMS)}")
-    p.add_argument(
-        "--variants",
-        nargs="+",
-        default=["paraphrase=0", "option_style=identity", "modality=image"],
-        help="'all', or paraphrase=0,1,2 option_style=identity,position modality=image,text",
-    )
-    p.add_argument("--batch-size", type=int, default=16)
-    opt.size(p, default=(672, 336), help="composed pair image WIDTHxHEIGHT (default: the paper's 672x336)")
-    opt.seed(p, help="seed of option order, distractors and the sample")
-    p.add_argument("--shard", help="i/N: this process takes the i-th of N shares (default RANK/WORLD_SIZE)")
-    p.add_argument(
-        "--prefetch",
-        type=int,
-        default=2,
-        help="pair images composed ahead on a worker thread while the model answers (0: none)",
-    )
-    p.add_argument("--retry-invalid", action="store_true", help="re-ask questions whose recorded answer is invalid")
-    p.add_argument(
-        "--max-invalid",
-        type=float,
-        default=0.9,
-        metavar="FRACTION",
-        # not lower: refusals are invalid answers, and a model that refuses most stereotype questions is
-        # a finding to report, not a broken run; a broken setup (schema ignored, dead template) is ~100%
-        help="stop with exit 2 when more than this share of the session's answers is invalid (default 0.9; 1: never)",
-    )
-    p.add_argument(
-        "--max-invalid-after",
-        type=int,
-        default=50,
-        metavar="N",
-        help="--max-invalid is checked once the session has N answers (default 50)",
-    )
-    p.add_argument("--no-progress", action="store_true")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -1,0 +1,92 @@
+"""The parsers of this package's `vignette` commands, apart from the jobs: building one imports nothing heavy
+(no datasets, pandas, pyarrow, scipy, torch, matplotlib, transformers), so `vignette COMMAND --help` starts fast
+(vignette_bench/cli.py imports a job's module only once its arguments parse; tests/test_startup.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+from vignette_bench import cli_options as opt
+from vignette_bench.eval.runtime.questions import CONFIGS, PARADIGMS
+from vignette_bench.formats.run_record import ORDERS
+
+
+def run_add_arguments(p: argparse.ArgumentParser) -> None:
+    opt.source(p, required=True, help="Hub dataset repo id, local folder or base URL of the renders")
+    p.add_argument("--config", required=True, choices=CONFIGS)
+    opt.model(
+        p,
+        required=True,
+        help="model spec: random, random:seed=N, always-left, or an adapter spec (docs/eval.md)",
+    )
+    opt.out(p, required=True, help="run folder; rerunning with the same folder resumes")
+    p.add_argument(
+        "--sample",
+        help="a balanced sample of N pairs, or 'auto': as many as --detectable-effect needs "
+        "(default: every pair passing the filters)",
+    )
+    p.add_argument(
+        "--detectable-effect",
+        type=float,
+        default=10.0,
+        metavar="PP",
+        help="--sample auto: the shift from chance (percentage points) to detect with 80%% power (default 10)",
+    )
+    p.add_argument(
+        "--icc",
+        type=float,
+        help="--sample auto: correlation of answers about one image (default 0.269: an image effect of sd 1.1 logit)",
+    )
+    p.add_argument(
+        "--orders",
+        choices=ORDERS,
+        help="sides of each pair: balanced (default: one order, every identity left within one offer of half), "
+        "both (each pair in both orders, twice the cost: for final audits), rule (the fixed rule, as before); "
+        "a resumed run keeps its own",
+    )
+    p.add_argument(
+        "--filter", action="append", default=[], metavar="KEY=VALUE", help="e.g. dimension=religion, gender=female"
+    )
+    p.add_argument("--paradigms", default=",".join(PARADIGMS), help=f"comma-separated subset of {','.join(PARADIGMS)}")
+    p.add_argument(
+        "--variants",
+        nargs="+",
+        default=["paraphrase=0", "option_style=identity", "modality=image"],
+        help="'all', or paraphrase=0,1,2 option_style=identity,position modality=image,text",
+    )
+    p.add_argument("--batch-size", type=int, default=16)
+    opt.size(p, default=(672, 336), help="composed pair image WIDTHxHEIGHT (default: the paper's 672x336)")
+    opt.seed(p, help="seed of option order, distractors and the sample")
+    p.add_argument("--shard", help="i/N: this process takes the i-th of N shares (default RANK/WORLD_SIZE)")
+    p.add_argument(
+        "--prefetch",
+        type=int,
+        default=2,
+        help="pair images composed ahead on a worker thread while the model answers (0: none)",
+    )
+    p.add_argument("--retry-invalid", action="store_true", help="re-ask questions whose recorded answer is invalid")
+    p.add_argument(
+        "--max-invalid",
+        type=float,
+        default=0.9,
+        metavar="FRACTION",
+        # not lower: refusals are invalid answers, and a model that refuses most stereotype questions is
+        # a finding to report, not a broken run; a broken setup (schema ignored, dead template) is ~100%
+        help="stop with exit 2 when more than this share of the session's answers is invalid (default 0.9; 1: never)",
+    )
+    p.add_argument(
+        "--max-invalid-after",
+        type=int,
+        default=50,
+        metavar="N",
+        help="--max-invalid is checked once the session has N answers (default 50)",
+    )
+    p.add_argument("--no-progress", action="store_true")
+
+
+def merge_add_arguments(parser: argparse.ArgumentParser) -> None:
+    opt.runs(parser, help="the --out folder of `vignette run`")
+    parser.add_argument(
+        "--allow-gaps", action="store_true", help="write the parquet even if planned questions are unanswered"
+    )
+    parser.add_argument("--dry-run", action="store_true", help="only report; write nothing")
