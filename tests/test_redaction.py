@@ -39,3 +39,15 @@ def test_argv_hides_flag_values_given_apart_or_joined():
         "openai:m@http://***@h/v1",
     ]
     assert redact_argv(["--seed", "3"]) == ["--seed", "3"]
+
+
+def test_json_values_are_redacted_everywhere():
+    from vignette_bench.redaction import redact_json
+
+    value = {"base_url": "http://u:pw@h/v1", "nested": [{"spec": "x?token=abc"}], "n": 3, "ok": None}
+    assert redact_json(value) == {
+        "base_url": "http://***@h/v1",
+        "nested": [{"spec": "x?token=***"}],
+        "n": 3,
+        "ok": None,
+    }

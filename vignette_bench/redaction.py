@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 MASK = "***"
 # Query parameters and --flags whose values are credentials (case-insensitive, - and _ alike).
@@ -49,3 +50,14 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
 
 def contains_secret(text: str) -> bool:
     return redact(text) != text
+
+
+def redact_json(value: Any) -> Any:
+    """A JSON-like value (dicts, lists, strings) with `redact` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {redact(k) if isinstance(k, str) else k: redact_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_json(v) for v in value]
+    return value
