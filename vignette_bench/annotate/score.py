@@ -23,9 +23,10 @@ import pandas as pd
 
 from vignette_bench.annotate.agreement import agreement_table
 from vignette_bench.annotate.criteria import CRITERIA, FORMAT, VISUAL_CUES
+from vignette_bench.errors import VignetteError
 
 
-class AnnotationError(ValueError):
+class AnnotationError(VignetteError):
     """An answers file or the items list is unusable; the message names the file and the fix."""
 
 

@@ -9,6 +9,8 @@ from typing import Any
 
 from PIL import Image
 
+from vignette_bench.errors import VignetteError
+
 
 @dataclass(frozen=True)
 class ChoiceRequest:
@@ -82,5 +84,5 @@ def is_backend_failure(error: str | None) -> bool:
     return bool(error) and bool(_BACKEND_FAILURE.match(error or ""))
 
 
-class BackendUnavailable(RuntimeError):
+class BackendUnavailable(VignetteError, RuntimeError):
     """A backend failed too many requests in a row (server down, bad key): stop the run; answers so far are kept."""

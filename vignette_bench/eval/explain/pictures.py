@@ -25,11 +25,12 @@ import numpy as np
 from PIL import Image
 
 from vignette_bench import cli_options as opt
+from vignette_bench.errors import VignetteError
 from vignette_bench.eval.explain.attention import AttentionSummary
 from vignette_bench.eval.runtime.folder import RunFolder
 
 
-class ExplainError(RuntimeError):
+class ExplainError(VignetteError, RuntimeError):
     """The question, its attention record or the layer asked for cannot be found."""
 
 

@@ -41,6 +41,7 @@ from PIL import Image
 from tqdm.auto import tqdm
 
 from vignette_bench import cli_options as opt
+from vignette_bench.errors import VignetteError
 from vignette_bench.eval.adapters.base import BackendUnavailable, ChoiceRequest, ModelAdapter, is_backend_failure
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.merge import MergeError, merge
@@ -117,7 +118,7 @@ VERSIONED = (
 )
 
 
-class RunError(RuntimeError):
+class RunError(VignetteError, RuntimeError):
     """The run cannot start or continue as asked; the message says what to do."""
 
 
