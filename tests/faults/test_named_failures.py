@@ -68,3 +68,26 @@ def test_known_failures_and_bugs_are_told_apart() -> None:
     assert known_failure(tarfile.ReadError("unexpected end of data")) is not None
     assert known_failure(KeyError("x")) is None  # a bug keeps its traceback
     assert known_failure(io.UnsupportedOperation("x")) is not None  # an OSError
+
+
+def test_verify_over_http_with_a_lying_content_length_names_the_shard(source: Path, capsys) -> None:
+    from tests.loader.test_source_faults import serve
+
+    def lying(handler, rel: str) -> bool:
+        if not rel.endswith(".tar"):
+            return False
+        data = (source / rel).read_bytes()
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(data) + 100000))  # more than the body that follows
+        handler.end_headers()
+        if handler.command == "GET":
+            handler.wfile.write(data[: len(data) // 2])
+            handler.wfile.flush()
+            handler.close_connection = True
+        return True
+
+    with serve(source, lying) as url:
+        code = vignette(["build", "verify", "--source", url])
+    out = capsys.readouterr()
+    assert code == 1 and "Traceback" not in out.err
+    assert ".tar: cannot be read (ClientPayloadError" in out.out and "problem(s) in http://127.0.0.1" in out.out

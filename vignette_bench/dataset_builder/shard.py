@@ -223,6 +223,15 @@ def scan_shard(root: str, shard: str, with_sha: bool = True) -> list[IndexRow]:
         raise ShardError(
             f"{url}: not a readable tar ({type(e).__name__}: {e}); delete the shard and re-run shard"
         ) from None
+    except ShardError:
+        raise
+    except Exception as e:  # a network read that failed (aiohttp: a Content-Length the body does not fill)
+        from vignette_bench.errors import known_failure
+
+        why = known_failure(e)
+        if why is None or isinstance(e, OSError):  # a bug; or a missing file, which callers report themselves
+            raise
+        raise ShardError(f"{url}: cannot be read ({why}); check the source and the network, then try again") from e
 
 
 def _scan_shard(url: str, shard: str, with_sha: bool) -> list[IndexRow]:
