@@ -91,3 +91,21 @@ def test_verify_over_http_with_a_lying_content_length_names_the_shard(source: Pa
     out = capsys.readouterr()
     assert code == 1 and "Traceback" not in out.err
     assert ".tar: cannot be read (ClientPayloadError" in out.out and "problem(s) in http://127.0.0.1" in out.out
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda f: f.drop(columns=["sha256"]), "missing column(s) ['sha256']"),
+        (lambda f: f.drop(columns=["kind"]), "missing column(s) ['kind']"),
+        (lambda f: f.assign(offset=[[int(x)] for x in f["offset"]]), "column 'offset' has type list"),
+    ],
+)
+def test_build_verify_on_a_malformed_index_lists_the_problem(source: Path, capsys, change, named: str) -> None:
+    import pandas as pd
+
+    index = source / "renders" / "index.parquet"
+    change(pd.read_parquet(index)).to_parquet(index)
+    assert vignette(["build", "verify", "--source", str(source)]) == 1  # before: AttributeError / TypeError
+    out = capsys.readouterr().out
+    assert named in out and "--reindex" in out
