@@ -109,3 +109,12 @@ def test_build_verify_on_a_malformed_index_lists_the_problem(source: Path, capsy
     assert vignette(["build", "verify", "--source", str(source)]) == 1  # before: AttributeError / TypeError
     out = capsys.readouterr().out
     assert named in out and "--reindex" in out
+
+
+def test_news_results_on_a_corrupt_judgements_line(tmp_path: Path, capsys) -> None:
+    (tmp_path / "a.jsonl").write_text("")
+    (tmp_path / "j.jsonl").write_text('{"broken\n{"also": 1}\n')  # a broken line that is not the last
+    args = ["--answers", str(tmp_path / "a.jsonl"), "--judgements", str(tmp_path / "j.jsonl")]
+    assert vignette(["news", "results", *args, "--out", str(tmp_path / "o")]) == 2  # before: LogCorrupt traceback
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "j.jsonl, line 1: not valid JSON" in err
