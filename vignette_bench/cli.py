@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(entry: Command, words: list[str], args: list[str]) -> int:
-    from vignette_bench.errors import VignetteError
+    from vignette_bench.errors import VignetteError, known_failure
 
     prog = " ".join(words)
     if entry.arguments is None:
@@ -266,6 +266,12 @@ def _run(entry: Command, words: list[str], args: list[str]) -> int:
         if os.environ.get("VIGNETTE_DEBUG", "") not in ("", "0"):
             raise
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # a file, network or image failure a user can act on; anything else is a bug
+        message = known_failure(error)
+        if message is None or os.environ.get("VIGNETTE_DEBUG", "") not in ("", "0"):
+            raise
+        print(f"error: {message} (VIGNETTE_DEBUG=1 shows where)", file=sys.stderr)
         return 2
 
 

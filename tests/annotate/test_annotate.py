@@ -5,6 +5,7 @@ save, then score two annotators' files."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -217,3 +218,54 @@ def test_bad_answer_files_are_named(tmp_path: Path, source: Path) -> None:
         load(items, [paths[0], tmp_path / "d.json"])
     with pytest.raises(AnnotationError, match="at least two"):
         load(items, paths[:1])
+
+
+def test_answers_outside_the_options_or_of_the_wrong_type_are_named(tmp_path: Path, source: Path, capsys) -> None:
+    from vignette_bench.cli import main as vignette
+
+    export(str(source), "renders", tmp_path / "e", n=3, seed=0)
+    items = tmp_path / "e" / "items.json"
+    manifest = json.loads(items.read_text())
+    first = manifest["items"][0]["id"]
+    base = {"format": "vignette-annotations/1", "export_id": manifest["export_id"], "kind": "renders"}
+    good = {**base, "annotator": "a", "answers": {first: {"identity": "yes", "cues": ["clothing"]}}}
+    (tmp_path / "a.json").write_text(json.dumps(good))
+    for bad, named in (
+        ({first: {"identity": "maybe"}}, "identity = 'maybe', expected one of ['yes', 'no']"),
+        ({first: {"identity": 1}}, "identity = 1"),
+        ({first: {"cues": "clothing"}}, "cues = 'clothing', expected a list"),
+        ({first: {"cues": ["x-ray vision"]}}, "cues = ['x-ray vision']"),
+        ({first: ["yes"]}, "answers must be an object"),
+        ({first: {"colour": "red"}}, "unknown criterion 'colour'"),
+    ):
+        (tmp_path / "b.json").write_text(json.dumps({**base, "annotator": "b", "answers": bad}))
+        with pytest.raises(AnnotationError, match=re.escape(f"item {first!r}: {named}")):
+            load(items, [tmp_path / "a.json", tmp_path / "b.json"])
+        assert (
+            vignette(
+                [
+                    "annotate",
+                    "score",
+                    str(tmp_path / "a.json"),
+                    str(tmp_path / "b.json"),
+                    "--items",
+                    str(items),
+                    "--out",
+                    str(tmp_path / "out"),
+                ]
+            )
+            == 2
+        )
+        assert "b.json" in capsys.readouterr().err
+
+
+def test_annotator_ids_are_stripped_and_casefolded(tmp_path: Path, source: Path, capsys) -> None:
+    export(str(source), "renders", tmp_path / "e", n=3, seed=0)
+    items = tmp_path / "e" / "items.json"
+    eid = json.loads(items.read_text())["export_id"]
+    base = {"format": "vignette-annotations/1", "export_id": eid, "kind": "renders", "answers": {}}
+    (tmp_path / "a.json").write_text(json.dumps({**base, "annotator": "Alice "}))
+    (tmp_path / "b.json").write_text(json.dumps({**base, "annotator": "alice"}))
+    with pytest.raises(AnnotationError, match="b.json: annotator 'alice' also in"):
+        load(items, [tmp_path / "a.json", tmp_path / "b.json"])
+    assert "'Alice ' read as 'alice'" in capsys.readouterr().err

@@ -24,9 +24,10 @@ import pandas as pd
 from vignette_bench.annotate.agreement import agreement_table
 from vignette_bench.annotate.arguments import score_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.annotate.criteria import CRITERIA, FORMAT, VISUAL_CUES
+from vignette_bench.errors import VignetteError
 
 
-class AnnotationError(ValueError):
+class AnnotationError(VignetteError):
     """An answers file or the items list is unusable; the message names the file and the fix."""
 
 
@@ -46,6 +47,16 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def load(manifest_path: Path, answer_paths: list[Path]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     manifest = _read_json(manifest_path)
+    kind, listed = manifest.get("kind"), manifest.get("items")
+    if (
+        kind not in CRITERIA
+        or not isinstance(listed, list)
+        or not all(isinstance(i, dict) and isinstance(i.get("id"), str) for i in listed)
+    ):
+        raise AnnotationError(
+            f"{manifest_path}: not an items list of `vignette annotate export` (kind {kind!r}, items of objects with an "
+            "'id'); pass the items.json written beside the page"
+        )
     if len(answer_paths) < 2:
         raise AnnotationError("give at least two annotators' answer files")
     files: list[dict[str, Any]] = []
@@ -58,9 +69,12 @@ def load(manifest_path: Path, answer_paths: list[Path]) -> tuple[dict[str, Any],
                 f"{path}: answers are for export {data.get('export_id')!r}, not {manifest['export_id']!r} ({manifest_path}); "
                 "score files of one export together"
             )
-        who = data.get("annotator")
-        if not isinstance(who, str) or not who:
+        given = data.get("annotator")
+        who = given.strip().casefold() if isinstance(given, str) else ""
+        if not who:
             raise AnnotationError(f"{path}: no annotator id")
+        if who != given:  # "Alice " and "alice" are one person: the id is compared stripped and casefolded
+            print(f"note: {path}: annotator {given!r} read as {who!r}", file=sys.stderr)
         if who in seen:
             raise AnnotationError(f"{path}: annotator {who!r} also in {seen[who]}; keep one file per annotator")
         seen[who] = path
@@ -70,8 +84,33 @@ def load(manifest_path: Path, answer_paths: list[Path]) -> tuple[dict[str, Any],
         unknown = sorted(set(answers) - items)
         if unknown:
             raise AnnotationError(f"{path}: {len(unknown)} answer(s) for items not in this export, e.g. {unknown[0]!r}")
-        files.append(data)
+        check_answers(path, answers, manifest.get("kind"))
+        files.append({**data, "annotator": who})
     return manifest, files
+
+
+def check_answers(path: Path, answers: dict[str, Any], kind: Any) -> None:
+    """Every answer is one of its criterion's options (the cues: a list of known cues); all problems named."""
+    criteria = {c.name: c for c in CRITERIA.get(kind, ())} if isinstance(kind, str) else {}
+    problems: list[str] = []
+    for item, given in answers.items():
+        if not isinstance(given, dict):
+            problems.append(f"item {item!r}: answers must be an object of criterion -> answer, got {given!r}")
+            continue
+        for name, value in given.items():
+            criterion = criteria.get(name)
+            if criterion is None:
+                problems.append(f"item {item!r}: unknown criterion {name!r} (a {kind} export asks {sorted(criteria)})")
+            elif criterion.options:
+                if not isinstance(value, str) or value not in criterion.options:
+                    problems.append(f"item {item!r}: {name} = {value!r}, expected one of {list(criterion.options)}")
+            elif not isinstance(value, list) or any(v not in VISUAL_CUES for v in value):
+                problems.append(f"item {item!r}: {name} = {value!r}, expected a list of {list(VISUAL_CUES)}")
+    if problems:
+        more = f"\n  … and {len(problems) - 20} more" if len(problems) > 20 else ""
+        raise AnnotationError(
+            f"{path}: {len(problems)} answer(s) the page cannot have saved:\n  " + "\n  ".join(problems[:20]) + more
+        )
 
 
 def _labels(manifest: dict[str, Any], files: list[dict[str, Any]], criterion: str, ids: list[str]) -> np.ndarray:

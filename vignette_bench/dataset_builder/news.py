@@ -26,6 +26,7 @@ import yaml
 from PIL import Image, ImageDraw
 
 from vignette_bench import cli_options as opt
+from vignette_bench.errors import VignetteError
 
 ATTRIBUTES = ("age", "gender", "race", "occupation", "sport")
 # Spellings used by the paper's tables and annotators, mapped onto ours.
@@ -43,7 +44,7 @@ MANIFEST = "manifest.json"  # news/manifest.json: the shard file names, for sour
 SAMPLE_OUTLET = "PLACEHOLDER SAMPLE (drawn by dataset_builder.news; not a news photo)"
 
 
-class NewsRowError(ValueError):
+class NewsRowError(VignetteError):
     """One or more rows are unusable; the message names each row and what to do."""
 
 

@@ -30,6 +30,7 @@ from vignette_bench.dataset_builder.arguments import photos_add_arguments as add
 from vignette_bench.dataset_builder.card import write_card
 from vignette_bench.dataset_builder.records import RenderRecord, spec_for
 from vignette_bench.dataset_builder.shard import write_shards
+from vignette_bench.errors import VignetteError
 from vignette_bench.taxonomy import DATA_DIR, GENDERS, TAXONOMY_FILES, Taxonomy, load_taxonomy
 
 PHOTO_MODEL = "photo"
@@ -37,7 +38,7 @@ REQUIRED = ("image", "gender", "identity", "activity")
 MAX_PIXELS = 40_000_000  # a labelled photo larger than this is refused before decoding
 
 
-class PhotoError(ValueError):
+class PhotoError(VignetteError):
     """A labels table or a photo is unusable; the message names the table, the row and the fix."""
 
 

@@ -14,13 +14,14 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from vignette_bench.errors import VignetteError
 from vignette_bench.formats.render_index import render_key
 from vignette_bench.taxonomy import GENDERS, Taxonomy
 
 Kind = Literal["activity", "portrait"]
 
 
-class RecordError(ValueError):
+class RecordError(VignetteError):
     """A render record or image is unusable; the message names the file, the key and the fix."""
 
 

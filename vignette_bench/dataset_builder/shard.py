@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 from vignette_bench.dataset_builder.arguments import DEFAULT_MAX_SHARD_BYTES
 from vignette_bench.dataset_builder.arguments import shard_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.records import RecordError, RenderRecord, plan_order, read_record
+from vignette_bench.errors import VignetteError
 from vignette_bench.taxonomy import DATA_DIR, Taxonomy, load_taxonomy, slug
 
 Format = Literal["jpeg", "webp"]
@@ -43,7 +44,7 @@ SHARD_RE = re.compile(r"^(?P<gender>[a-z]+)-(?P<dimension>[a-z0-9_]+)-(?P<number
 TAR_MTIME = 0
 
 
-class ShardError(ValueError):
+class ShardError(VignetteError):
     """Bad input or a shard that disagrees with its index; the message names file, key and fix."""
 
 
@@ -106,7 +107,7 @@ def _load_image(path: Path, key: str) -> Image.Image:
         with Image.open(path) as im:
             im.load()
             return im.copy()
-    except (UnidentifiedImageError, OSError, SyntaxError) as e:
+    except (UnidentifiedImageError, OSError, SyntaxError, Image.DecompressionBombError) as e:
         raise ShardError(
             f"{path}: key {key!r}: image cannot be decoded ({e}); delete it and its .json, then re-run render for this key"
         ) from e
@@ -156,7 +157,7 @@ def collect_renders(
             out.append((record, image_path))
         except (RecordError, ShardError) as e:
             problems.append(str(e))
-        except (UnidentifiedImageError, OSError, SyntaxError) as e:
+        except (UnidentifiedImageError, OSError, SyntaxError, Image.DecompressionBombError) as e:
             problems.append(
                 f"{image_path}: key {key!r}: image cannot be decoded ({e}); delete it and its .json, then re-run render for this key"
             )
@@ -207,18 +208,44 @@ class _ShardWriter:
         self.tmp.unlink(missing_ok=True)
 
 
+MAX_MEMBER_BYTES = 256 * 2**20  # one render's image or record; far above any real one
+
+
 def scan_shard(root: str, shard: str, with_sha: bool = True) -> list[IndexRow]:
     """Index rows for one shard, read from its own bytes (any fsspec root).
 
     Each sample must have exactly one image member and one JSON member, in that order.
     """
     url = f"{str(root).rstrip('/')}/{shard}"
+    try:
+        return _scan_shard(url, shard, with_sha)
+    except tarfile.TarError as e:  # a header that lies (a member of 8 GiB in a small file), a truncated tar
+        raise ShardError(
+            f"{url}: not a readable tar ({type(e).__name__}: {e}); delete the shard and re-run shard"
+        ) from None
+    except ShardError:
+        raise
+    except Exception as e:  # a network read that failed (aiohttp: a Content-Length the body does not fill)
+        from vignette_bench.errors import known_failure
+
+        why = known_failure(e)
+        if why is None or isinstance(e, OSError):  # a bug; or a missing file, which callers report themselves
+            raise
+        raise ShardError(f"{url}: cannot be read ({why}); check the source and the network, then try again") from e
+
+
+def _scan_shard(url: str, shard: str, with_sha: bool) -> list[IndexRow]:
     rows: list[IndexRow] = []
     with fsspec.open(url, "rb") as f, tarfile.open(fileobj=f, mode="r:") as tar:
         pending: tuple[str, str, int, int, str] | None = None  # key, ext, offset, length, sha
         for m in tar:
             if not m.isfile():
                 raise ShardError(f"{url}: member {m.name!r} is not a regular file; rebuild this shard")
+            if m.size > MAX_MEMBER_BYTES:  # read whole below: a header claiming 8 GiB is refused, not read
+                raise ShardError(
+                    f"{url}: member {m.name!r} claims {m.size} bytes (more than {MAX_MEMBER_BYTES}); "
+                    "the shard is corrupt: delete it and re-run shard"
+                )
             key, _, ext = m.name.partition(".")
             if ext in FORMAT_OF_EXTENSION:
                 if pending is not None:

@@ -81,10 +81,13 @@ def verify_source(root: str, progress: bool = True, decode: bool = False) -> lis
     problems: list[Problem] = []
     import pyarrow as pa
 
-    from vignette_bench.formats.render_index import index_problems
+    from vignette_bench.formats.render_index import index_problems, structure_problems
 
-    for text in index_problems(pa.Table.from_pandas(index, preserve_index=False), f"{root}/{INDEX_PATH}"):
+    table = pa.Table.from_pandas(index, preserve_index=False)
+    for text in index_problems(table, f"{root}/{INDEX_PATH}"):
         problems.append(Problem(INDEX_PATH, "", f"{text}; {reindex_hint}"))
+    if structure_problems(table):  # a column missing or mistyped: the shards cannot be compared row by row
+        return problems
     taxonomy = _source_taxonomy(root)
     if "variant" not in index:
         index = index.assign(variant=0)

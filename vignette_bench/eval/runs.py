@@ -12,6 +12,7 @@ import pandas as pd
 
 from vignette_bench.errors import VignetteError
 from vignette_bench.eval.runtime.folder import RunFolder
+from vignette_bench.formats.responses import read_responses
 from vignette_bench.formats.run_record import PARADIGMS, RecordError, RunRecord
 
 # Columns the report needs (docs/FORMATS.md, "Responses"); the rest are optional.
@@ -66,7 +67,7 @@ def load_run(run_dir: str | Path) -> Run:
             record = folder.read_record()  # older records are migrated; a bad one is named with its key
         except RecordError as e:
             raise RunError(str(e)) from None
-    frame = pd.read_parquet(parquet)
+    frame = read_responses(parquet)  # the one reader: ids unique, rows agree with their choice (ResponsesError)
     missing_cols = [c for c in REQUIRED if c not in frame.columns]
     if missing_cols:
         raise RunError(f"{parquet}: missing column(s) {missing_cols}; see docs/FORMATS.md (Responses)")

@@ -145,6 +145,12 @@ def _reduced_problem(r: dict) -> str:
     return ""
 
 
+def structure_problems(table: pa.Table) -> list[str]:
+    """Missing columns or columns of the wrong type: an index no row-by-row check can go through."""
+    missing = [c for c in REQUIRED if c not in table.column_names]
+    return [f"missing column(s) {missing}"] if missing else list(_type_problems(table))
+
+
 def index_problems(table: pa.Table, where: str, limit: int = 20) -> list[str]:
     """Every problem of an index table (up to ``limit``), each naming the file, row, key and column."""
     missing = [c for c in REQUIRED if c not in table.column_names]

@@ -11,10 +11,15 @@ every reader take them from this ground floor rather than from the explain stage
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
+
+from vignette_bench.errors import VignetteError
 
 # Arrow type of each documented type name: the table shows the name, the schema uses the type.
 ARROW_TYPES: dict[str, pa.DataType] = {
@@ -178,6 +183,270 @@ def with_response_columns(table: pa.Table, columns: Sequence[str] | None = None)
         else:
             raise KeyError(f"no column {name!r} in the responses (and it is not a response column)")
     return pa.table([c for _, c in out], schema=pa.schema([f for f, _ in out]))
+
+
+# --- the one reader ---------------------------------------------------------------------------------
+PROBABILITY_TOLERANCE = 1e-3  # |sum(probabilities) - 1| allowed (the runner normalises in float64)
+MAX_PROBLEMS = 20  # problems listed in one error; the count says how many more
+
+
+class ResponsesError(VignetteError):
+    """A responses table contradicts itself; the message names the file, question id and column of each problem."""
+
+    def __init__(self, source: str, problems: Sequence[str], total: int | None = None):
+        self.source, self.problems = source, list(problems)
+        total = len(self.problems) if total is None else total
+        more = f"\n  … and {total - len(self.problems)} more" if total > len(self.problems) else ""
+        super().__init__(
+            f"{source}: {total} problem(s) in the responses (docs/FORMATS.md, Responses):\n  "
+            + "\n  ".join(self.problems)
+            + more
+        )
+
+
+def _seq(value: Any) -> list[Any] | None:
+    """A list cell as a Python list (pandas gives numpy arrays, Arrow gives lists); None for a null cell."""
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    try:
+        return list(value)
+    except TypeError:
+        return None
+
+
+def _null(value: Any) -> bool:
+    """None, NaN or pandas' NA (read without importing pandas)."""
+    return (
+        value is None
+        or (isinstance(value, float) and math.isnan(value))
+        or type(value).__name__ in ("NAType", "NaTType")
+    )
+
+
+def _expected_side(row: Mapping[str, Any], idx: int) -> str | None:
+    """The side the chosen option names, as the runner derives it (questions.py option_sides):
+    "left"/"right", "" when it names nobody's side, None when the row cannot tell (same identity both sides)."""
+    identities = _seq(row.get("option_identities"))
+    identity = identities[idx] if identities is not None and idx < len(identities) else None
+    if identity:
+        left, right = row.get("identity_left"), row.get("identity_right")
+        if left == right:
+            return None
+        return "left" if identity == left else "right" if identity == right else ""
+    if str(row.get("template_id") or "").startswith("perception_activity/"):  # options are the two activities
+        choice = row.get("choice")
+        left, right = row.get("activity_left"), row.get("activity_right")
+        if left == right:
+            return None
+        return "left" if choice == left else "right" if choice == right else ""
+    return ""
+
+
+def _expected_correct(row: Mapping[str, Any], idx: int) -> bool | None | str:
+    """factuality only: whether the chosen option is the answer ("?" when the row cannot tell)."""
+    if row.get("paradigm") != "factuality":
+        return None
+    identities = _seq(row.get("option_identities")) or []
+    if any(identities):  # who is doing it: the target person is the answer
+        if row.get("identity_left") == row.get("identity_right"):
+            return "?"
+        return identities[idx] == row.get("target_identity") if idx < len(identities) else "?"
+    return row.get("choice") == row.get("context")  # what they are doing: the true activity is the answer
+
+
+def outcome(row: Mapping[str, Any]) -> dict[str, Any]:
+    """selected_identity, chose_left and correct as the runner derives them from choice + options (a valid
+    row; questions.py `Question.response`). A value the row cannot tell (the same identity on both sides)
+    is left as the row has it."""
+    options = _seq(row.get("options")) or []
+    choice = row.get("choice")
+    if not row.get("valid") or choice not in options:
+        return {"selected_identity": "", "chose_left": None, "correct": None}
+    idx = options.index(choice)
+    identities = _seq(row.get("option_identities")) or [""] * len(options)
+    side = _expected_side(row, idx)
+    correct = _expected_correct(row, idx)
+    return {
+        "selected_identity": identities[idx],
+        "chose_left": row.get("chose_left") if side is None else (None if not side else side == "left"),
+        "correct": row.get("correct") if correct == "?" else correct,
+    }
+
+
+def row_problems(row: Mapping[str, Any]) -> list[str]:
+    """What one row says against itself, each as "column: why" (empty when consistent).
+
+    Checks only the columns the row has, so an older run's file is read as far as it goes.
+    """
+    out: list[str] = []
+    valid = row.get("valid")
+    if type(valid).__name__ == "bool_":  # numpy's bool
+        valid = bool(valid)
+    options = _seq(row.get("options")) if "options" in row else None
+    choice = row.get("choice") if "choice" in row else None
+    choice = None if _null(choice) else choice
+    idx: int | None = None
+    if valid is True or valid is False:
+        pass
+    elif "valid" in row:
+        out.append(f"valid: {valid!r} is not true or false")
+        return out
+    if "options" in row and "choice" in row:
+        if options is None:
+            out.append("options: null")
+        elif len(set(options)) != len(options):
+            out.append(f"options: {options} repeat an option")
+        elif valid:
+            if choice is None:
+                out.append("choice: null on a valid row")
+            elif choice not in options:
+                out.append(f"choice: {choice!r} is not one of the options {options}")
+            else:
+                idx = options.index(choice)
+        elif choice is not None:
+            out.append(f"choice: {choice!r} on an invalid row (the runner records null)")
+    if options is not None and "option_identities" in row:
+        identities = _seq(row.get("option_identities"))
+        if identities is None or len(identities) != len(options):
+            out.append(f"option_identities: {identities} does not match the {len(options)} option(s)")
+            idx = None
+    if "selected_identity" in row:
+        selected = row.get("selected_identity")
+        selected = "" if _null(selected) else selected
+        if idx is not None and "option_identities" in row:
+            want = (_seq(row.get("option_identities")) or [""] * len(options or []))[idx]
+            if selected != want:
+                out.append(f"selected_identity: {selected!r}, but choice {choice!r} stands for {want!r}")
+        elif valid is False and selected != "":
+            out.append(f'selected_identity: {selected!r} on an invalid row (the runner records "")')
+    if "chose_left" in row:
+        chose_left = row.get("chose_left")
+        chose_left = None if _null(chose_left) else bool(chose_left)
+        if idx is not None and "option_identities" in row:
+            side = _expected_side(row, idx)
+            if side is not None:
+                want_left = None if not side else side == "left"
+                if chose_left != want_left:
+                    out.append(f"chose_left: {chose_left}, but choice {choice!r} names side {side or 'none'!r}")
+        elif valid is False and chose_left is not None:
+            out.append(f"chose_left: {chose_left} on an invalid row (the runner records null)")
+    if "correct" in row:
+        correct = row.get("correct")
+        correct = None if _null(correct) else bool(correct)
+        if idx is not None and "paradigm" in row:
+            want = _expected_correct(row, idx)
+            if want != "?" and correct != want:
+                out.append(f"correct: {correct}, but choice {choice!r} makes it {want}")
+        elif valid is False and correct is not None:
+            out.append(f"correct: {correct} on an invalid row (the runner records null)")
+    if "probabilities" in row:
+        probs = _seq(row.get("probabilities"))
+        if probs is not None:
+            try:
+                values = [float(p) for p in probs]
+            except (TypeError, ValueError):
+                values = []
+                out.append(f"probabilities: {probs} are not numbers")
+            if values:
+                if not all(math.isfinite(p) for p in values):
+                    out.append(f"probabilities: {values} are not all finite")
+                elif any(p < 0 for p in values) or abs(sum(values) - 1) > PROBABILITY_TOLERANCE:
+                    out.append(f"probabilities: {values} sum to {sum(values):.6g}, not 1")
+                if options is not None and len(values) != len(options):
+                    out.append(f"probabilities: {len(values)} for {len(options)} option(s)")
+    return out
+
+
+def check_columns(columns: Mapping[str, Sequence[Any]], source: str) -> None:
+    """Check a responses table given as {column: values} (Arrow's to_pydict, or a frame's columns).
+
+    Raises `ResponsesError` listing (capped at MAX_PROBLEMS) every problem with its question id and column.
+    """
+    names = list(columns)
+    n = len(columns[names[0]]) if names else 0
+    problems: list[str] = []
+    total = 0
+
+    def note(text: str) -> None:
+        nonlocal total
+        total += 1
+        if len(problems) < MAX_PROBLEMS:
+            problems.append(text)
+
+    ids = columns.get("question_id")
+    if ids is not None:
+        seen: dict[Any, int] = {}
+        for i, q in enumerate(ids):
+            if _null(q) or q == "":
+                note(f"row {i}: question_id is empty")
+            elif q in seen:
+                note(f"question {q!r}: question_id answered twice (rows {seen[q]} and {i})")
+            else:
+                seen[q] = i
+    for i in range(n):
+        row = {c: columns[c][i] for c in names}
+        for problem in row_problems(row):
+            qid = row.get("question_id", f"row {i}")
+            note(f"question {qid!r}: {problem}")
+    if total:
+        raise ResponsesError(source, problems, total)
+
+
+def check_table(table: pa.Table, source: str) -> pa.Table:
+    """`table` (a responses.parquet as read), after `check_columns`; raises `ResponsesError`."""
+    wanted = [c for c in CHECKED_COLUMNS if c in table.column_names]
+    check_columns(table.select(wanted).to_pydict(), source)
+    return table
+
+
+def check_frame(frame: Any, source: str) -> Any:
+    """A pandas frame of responses, after `check_columns`; raises `ResponsesError`."""
+    wanted = [c for c in CHECKED_COLUMNS if c in frame.columns]
+    check_columns({c: frame[c].tolist() for c in wanted}, source)
+    return frame
+
+
+def read_responses(path: str | Path) -> Any:
+    """The one reader of a responses.parquet: a pandas frame whose rows agree with themselves.
+
+    Refuses (ResponsesError, naming file, question id and column) duplicated question ids, a valid
+    row whose choice is not among its options, selected_identity/chose_left/correct that differ
+    from what choice + options give, and probabilities that are not finite or do not sum to 1.
+    """
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    try:
+        table = pq.ParquetFile(path).read(use_threads=False)
+    except FileNotFoundError:
+        raise ResponsesError(str(path), ["missing"]) from None
+    except (OSError, pa.ArrowException) as e:
+        raise ResponsesError(str(path), [f"not a readable parquet file ({type(e).__name__}: {e})"]) from None
+    check_table(table, str(path))
+    return table.to_pandas()
+
+
+CHECKED_COLUMNS: tuple[str, ...] = (
+    "question_id",
+    "paradigm",
+    "template_id",
+    "context",
+    "identity_left",
+    "identity_right",
+    "activity_left",
+    "activity_right",
+    "options",
+    "option_identities",
+    "choice",
+    "selected_identity",
+    "valid",
+    "chose_left",
+    "target_identity",
+    "correct",
+    "probabilities",
+)
 
 
 def markdown_table(fields: tuple[ResponseField, ...] = RESPONSE_FIELDS) -> str:

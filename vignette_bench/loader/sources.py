@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from typing import Any
 
@@ -24,6 +25,7 @@ CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 60.0
 RETRIES = 3  # transient network errors: retried with exponential backoff
 BACKOFF_S = 0.5
+READ_DEADLINE_S = 120.0  # one read, every attempt and backoff together: a stall or a trickle ends here
 MAX_INDEX_BYTES = 512 * 1024**2  # the full index is ~7 MB
 
 # ------------------------------------------------------------------------------------- sources
@@ -68,8 +70,8 @@ class Source:
 
                 # aiohttp's default waits 300 s on a stalled server and then raises a bare TimeoutError
                 options["client_kwargs"] = {
-                    "timeout": aiohttp.ClientTimeout(
-                        total=None, sock_connect=CONNECT_TIMEOUT_S, sock_read=READ_TIMEOUT_S
+                    "timeout": aiohttp.ClientTimeout(  # total: a trickle of 1 byte / 2 s never trips sock_read
+                        total=READ_DEADLINE_S, sock_connect=CONNECT_TIMEOUT_S, sock_read=READ_TIMEOUT_S
                     )
                 }
             self._fs, self._base = fsspec.core.url_to_fs(self.root, **options)
@@ -93,7 +95,11 @@ class Source:
         ``max_bytes`` refuses a whole-file read larger than that (an endless or wrong file)."""
         fs, base = self._filesystem()
         url = self.url(relative)
-        retries = RETRIES if "://" in self.root and not self.root.startswith("file://") else 0  # network only
+        network = "://" in self.root and not self.root.startswith("file://")
+        retries = RETRIES if network else 0
+        started = time.monotonic()
+        if max_bytes is not None and start is None and end is None and self.root.startswith(("http://", "https://")):
+            self._check_declared_size(fs, f"{base}/{relative}", url, max_bytes)
         for attempt in range(retries + 1):
             try:
                 if max_bytes is not None and start is None and end is None:
@@ -108,24 +114,65 @@ class Source:
                 raise FileNotFoundError(f"{url}: not found in source {self.root}") from e
             except SourceError:
                 raise
-            except (OSError, TimeoutError, ConnectionError) as e:  # aiohttp's errors are OSErrors or TimeoutErrors
+            except Exception as e:  # aiohttp's errors are OSErrors, TimeoutErrors or aiohttp.ClientErrors
+                if type(e).__name__ == "OfflineModeIsEnabled":  # asking again cannot help
+                    raise SourceError(
+                        f"{url}: the Hub is in offline mode (HF_HUB_OFFLINE=1) and this file is not cached; "
+                        "unset HF_HUB_OFFLINE or use a local copy of the source"
+                    ) from e
+                network_error = isinstance(e, (OSError, TimeoutError, ConnectionError)) or type(
+                    e
+                ).__module__.startswith("aiohttp")
+                if not network_error:
+                    raise SourceError(f"{url}: {describe(e)}") from e
                 status = getattr(getattr(e, "response", None), "status_code", None)  # the Hub client's HTTP errors
                 if status in (401, 403, 404):  # asking again cannot help
                     raise SourceError(
                         f"{url}: HTTP {status} ({type(e).__name__}); check the repo id, its revision and your "
                         "token (HF_TOKEN) for a private or gated repo"
                     ) from e
-                if attempt == retries:
+                delay = BACKOFF_S * 2**attempt
+                spent = time.monotonic() - started
+                if attempt == retries or spent + delay >= READ_DEADLINE_S:
                     raise SourceError(
-                        f"{url}: {type(e).__name__} after {retries + 1} attempt(s) ({e or 'no reply'}); "
-                        "check the URL and the network, or use a local copy of the source"
+                        f"{url}: {describe(e)}, after {attempt + 1} attempt(s) in {spent:.0f} s "
+                        f"(deadline {READ_DEADLINE_S:.0f} s); check the URL and the network, or use a local copy "
+                        "of the source"
                     ) from e
-                time.sleep(BACKOFF_S * 2**attempt)
-            except Exception as e:  # e.g. aiohttp.ClientError subclasses that are neither
-                if type(e).__module__.startswith("aiohttp") and attempt < retries:
-                    time.sleep(BACKOFF_S * 2**attempt)
-                    continue
-                raise SourceError(f"{url}: {type(e).__name__}: {e}") from e
+                print(
+                    f"vignette: {url}: {describe(e)}; retrying in {delay:.1f} s (attempt {attempt + 2} of {retries + 1})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                time.sleep(delay)
         self.requests += 1
         self.bytes_read += len(data)
         return data
+
+    @staticmethod
+    def _check_declared_size(fs: Any, path: str, url: str, max_bytes: int) -> None:
+        """Refuse a file whose declared size (Content-Length of a HEAD) is over the cap, before any body is read."""
+        try:
+            size = fs.size(path)
+        except Exception:  # noqa: BLE001 — no size known: the capped ranged read below decides
+            return
+        if isinstance(size, int) and size > max_bytes:
+            raise SourceError(
+                f"{url}: larger than {max_bytes:,} bytes (the server declares {size:,}); is this the right source?"
+            )
+
+
+def describe(error: BaseException) -> str:
+    """An exception's type and message; where the message is empty (aiohttp's and fsspec's timeouts), its cause."""
+    text = str(error).strip()
+    if text:
+        return f"{type(error).__name__}: {text}"
+    inner = error.__cause__ or error.__context__
+    if inner is not None and str(inner).strip():
+        return f"{type(error).__name__} ({type(inner).__name__}: {str(inner).strip()})"
+    if isinstance(error, TimeoutError) or "Timeout" in type(error).__name__:
+        return (
+            f"{type(error).__name__} (no reply within the timeout: {CONNECT_TIMEOUT_S:.0f} s to connect, "
+            f"{READ_TIMEOUT_S:.0f} s between bytes, {READ_DEADLINE_S:.0f} s per request)"
+        )
+    return f"{type(error).__name__} (no message)"

@@ -18,6 +18,8 @@ from typing import Literal
 
 import fsspec
 
+from vignette_bench.errors import VignetteError
+
 Gender = Literal["male", "female"]
 GENDERS: tuple[Gender, ...] = ("male", "female")
 DATA_DIR = Path(__file__).parent
@@ -35,7 +37,7 @@ ROLE_DIMENSIONS = ("ability", "sociability", "morality", "agency", "status", "ap
 TIME_USES = ("necessary", "contracted", "committed", "free")
 
 
-class TaxonomyError(ValueError):
+class TaxonomyError(VignetteError):
     """A taxonomy file is malformed; the message names the file and row."""
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from vignette_bench.errors import VignetteError
 from vignette_bench.upload.plan import CreateRepo, RemoteFile, Step, UploadFolder, local_files, split_changed
 
 # Files of the source layout (docs/FORMATS.md) that no `configs:` entry names.
@@ -32,7 +33,7 @@ SAFE_PATH = re.compile(r"^[A-Za-z0-9_./-]+$")
 GRADIO_SDK_VERSION = "3.50.2"
 
 
-class UploadError(ValueError):
+class UploadError(VignetteError):
     """A folder is not ready to publish; the message names the file and what to do."""
 
 

@@ -19,6 +19,7 @@ from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, 
 from vignette_bench.eval.leaderboard.protocol import CUSTOM, VERSION
 from vignette_bench.eval.leaderboard.signing import generate_key, public_key_text
 from vignette_bench.eval.leaderboard.verify import load_verification, verification_path, verify
+from vignette_bench.formats.responses import outcome
 
 
 def lb(argv):
@@ -179,7 +180,8 @@ def test_verify_passes_an_honest_entry_and_fails_fabricated_answers(tree: Path, 
         options = list(frame.at[i, "options"])
         other = options[(options.index(frame.at[i, "choice"]) + 1) % len(options)]
         frame.at[i, "choice"] = other
-        frame.at[i, "selected_identity"] = list(frame.at[i, "option_identities"])[options.index(other)]
+        for column, value in outcome(frame.loc[i].to_dict()).items():  # consistent, as the reader requires
+            frame.at[i, column] = value
     frame.to_parquet(parquet)
     path = _enter(root, "honest")
     assert validate(path).protocol == VERSION

@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from vignette_bench.errors import VignetteError
+
 # vignette cross-fades the two renders over DEFAULT_SEAM = 32 pixels in the middle of the pair at
 # any output size (a test keeps the two in step). The seam band is that many pixels of the image
 # the layout was made for, unless a call passes seam_width (a fraction of the width).
@@ -53,7 +55,7 @@ TOP_HEADS = 8
 EAGER_HINT = 'load the model with attn_implementation="eager"'
 
 
-class AttentionUnavailable(ValueError):
+class AttentionUnavailable(VignetteError):
     """The backend or attention implementation cannot give attention weights (a setting to change)."""
 
 

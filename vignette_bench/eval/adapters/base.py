@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import abc
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from PIL import Image
+
+from vignette_bench.errors import VignetteError
 
 
 @dataclass(frozen=True)
@@ -67,5 +70,19 @@ class ModelAdapter(abc.ABC):
         """Everything needed to reproduce the answers: model id, revision, settings, versions."""
 
 
-class BackendUnavailable(RuntimeError):
+# The error an API adapter records when the server gave no answer at all (the openai client's exception
+# classes: connection refused, timeout, 401/403, 404, 429, 5xx): the model was never asked, so a resumed
+# run asks again without --retry-invalid.
+_BACKEND_FAILURE = re.compile(
+    r"^(?:API\w*Error|AuthenticationError|PermissionDeniedError|NotFoundError|ConflictError|RateLimitError|"
+    r"InternalServerError|UnprocessableEntityError|BadRequestError)\b"
+)
+
+
+def is_backend_failure(error: str | None) -> bool:
+    """Whether a recorded `error` says the backend never answered (rather than the model answering badly)."""
+    return bool(error) and bool(_BACKEND_FAILURE.match(error or ""))
+
+
+class BackendUnavailable(VignetteError, RuntimeError):
     """A backend failed too many requests in a row (server down, bad key): stop the run; answers so far are kept."""

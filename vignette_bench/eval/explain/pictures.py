@@ -24,12 +24,13 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from vignette_bench.errors import VignetteError
 from vignette_bench.eval.explain.arguments import explain_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.explain.attention import AttentionSummary
 from vignette_bench.eval.runtime.folder import RunFolder
 
 
-class ExplainError(RuntimeError):
+class ExplainError(VignetteError, RuntimeError):
     """The question, its attention record or the layer asked for cannot be found."""
 
 
@@ -45,7 +46,14 @@ def load_row(run_dir: Path, question_id: str) -> dict[str, Any]:
     """The response row of `question_id`: from the merged responses, else the latest in the run log."""
     folder = RunFolder(run_dir)
     if folder.has_responses():
-        hits = folder.read_responses(filters=[("question_id", "==", question_id)]).to_pylist()
+        import pyarrow.parquet as pq
+
+        from vignette_bench.formats.responses import check_table
+
+        table = folder.read_responses(filters=[("question_id", "==", question_id)])
+        written = pq.read_schema(folder.responses_path).names  # check what the file has, not the nulls added
+        check_table(table.select([c for c in table.column_names if c in written]), str(folder.responses_path))
+        hits = table.to_pylist()
         if hits:
             return hits[-1]
     rows = [r for r in folder.rows() if r.get("question_id") == question_id]
@@ -211,7 +219,9 @@ def attention_section(run_dir: str | Path, examples: int = 2) -> Any:
     folder = RunFolder(run_dir)
     if not folder.has_responses():
         return None
-    rows = pd.read_parquet(folder.responses_path)
+    from vignette_bench.formats.responses import read_responses
+
+    rows = read_responses(folder.responses_path)
     if "attn_left_share" not in rows or rows["attn_left_share"].isna().all():
         return None
     a = rows[rows["attn_left_share"].notna()]

@@ -29,6 +29,7 @@ from vignette_bench.eval.news.data import NewsDataError, NewsItem, load_news, ne
 from vignette_bench.eval.news.json_reply import parse_json_object
 from vignette_bench.eval.runtime.runlog import PartWriter, scan_part
 from vignette_bench.formats.news import NewsAnswer
+from vignette_bench.redaction import redact, redact_json
 
 DEFAULT_TEMPERATURE = 0.0
 MAX_NEW_TOKENS = 128
@@ -82,7 +83,7 @@ def parse_answer(text: str) -> ParsedAnswer:
 
 
 def model_id_of(adapter: ModelAdapter) -> str:
-    return str(adapter.provenance().get("model_id") or adapter.name)
+    return redact(str(adapter.provenance().get("model_id") or adapter.name))  # recorded in every answer
 
 
 def read_answers(path: str | Path) -> list[dict[str, Any]]:
@@ -136,7 +137,7 @@ def answer_news(
             "prompt": ANSWER_PROMPT,
             "schema": ANSWER_SCHEMA,
             "source": source,
-            "adapter": adapter.provenance(),
+            "adapter": redact_json(adapter.provenance()),  # secrets never reach a file
         },
     )
     path = run_dir / ANSWERS_FILE

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from vignette_bench.dataset_builder.news import MANIFEST, NEWS_SPLIT
+from vignette_bench.errors import VignetteError
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ NEWS_COLUMNS = ("id", "image", "question", "reference_answer", "attribute")
 MAX_NEWS_PIXELS = 8192 * 8192  # a news photo header claiming more is refused before decoding
 
 
-class NewsDataError(ValueError):
+class NewsDataError(VignetteError):
     """A news table is unusable; the message names the row (and item id) and the fix."""
 
 

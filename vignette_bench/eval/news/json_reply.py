@@ -6,11 +6,13 @@ import json
 import re
 from typing import Any
 
+from vignette_bench.errors import VignetteError
+
 # Chat models often wrap JSON in a ```json fence even when told not to; that is tolerated.
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
-class _DuplicateKey(ValueError):
+class _DuplicateKey(VignetteError):
     pass
 
 

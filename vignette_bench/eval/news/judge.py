@@ -129,7 +129,9 @@ _NOT_IDENTITY = frozenset({"base_url", "concurrency", "timeout_s", "retry", "pro
 
 def judge_spec(adapter: ModelAdapter, max_new_tokens: int) -> dict[str, Any]:
     """What identifies a judge: its adapter's provenance and our decoding settings (temperature 0)."""
-    provenance = {k: v for k, v in adapter.provenance().items() if k not in _NOT_IDENTITY}
+    from vignette_bench.redaction import redact_json
+
+    provenance = {k: v for k, v in redact_json(adapter.provenance()).items() if k not in _NOT_IDENTITY}
     return {
         "adapter": provenance,
         "temperature": 0.0,
@@ -212,7 +214,9 @@ def judge_answers(
                 tasks.append(_Task(key, dimension, by_id[answer["item_id"]], answer))
     spec_path = out_path.with_name(out_path.stem + "_judges.json")
     specs = json.loads(spec_path.read_text()) if spec_path.exists() else {}
-    specs[judge_id] = {**spec, "adapter_full": adapter.provenance()}
+    from vignette_bench.redaction import redact_json
+
+    specs[judge_id] = {**spec, "adapter_full": redact_json(adapter.provenance())}  # secrets never reach a file
     spec_path.write_text(json.dumps(specs, indent=2, default=str))
     counts = {
         "judged": 0,

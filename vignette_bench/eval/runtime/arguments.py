@@ -64,7 +64,11 @@ def run_add_arguments(p: argparse.ArgumentParser) -> None:
         default=2,
         help="pair images composed ahead on a worker thread while the model answers (0: none)",
     )
-    p.add_argument("--retry-invalid", action="store_true", help="re-ask questions whose recorded answer is invalid")
+    p.add_argument(
+        "--retry-invalid",
+        action="store_true",
+        help="re-ask questions whose recorded answer is invalid (backend failures are re-asked anyway)",
+    )
     p.add_argument(
         "--max-invalid",
         type=float,

@@ -1,7 +1,8 @@
 """Join the log parts of a run into RUN_DIR/responses.parquet: `vignette merge RUN_DIR`.
 
-Rows are deduplicated by question id (the log is append-only, so the latest answer wins: a
-question re-asked with --retry-invalid replaces its invalid answer) and checked against the
+Rows are deduplicated by question id (the log is append-only: a question re-asked with
+--retry-invalid, or after a backend failure, replaces its invalid answer; a valid answer is never
+replaced, and two different valid answers to one question are refused) and checked against the
 planned question set, which is rebuilt from the run's plan and record (folder.py): a
 missing or an unplanned question is an error, never written silently. The parquet is ordered
 by the plan (pair order, then question order), so it does not depend on how the run was split
@@ -20,16 +21,17 @@ from typing import Any
 
 import pyarrow as pa
 
+from vignette_bench.errors import VignetteError
 from vignette_bench.eval.runtime.arguments import merge_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.questions import QuestionBuilder
 from vignette_bench.eval.runtime.runlog import iter_part, tail_state
-from vignette_bench.formats.responses import schema_for
+from vignette_bench.formats.responses import ResponsesError, check_table, schema_for
 from vignette_bench.formats.run_record import RecordError, RunRecord
 from vignette_bench.taxonomy import load_taxonomy
 
 
-class MergeError(RuntimeError):
+class MergeError(VignetteError):
     """The parts do not add up to the planned question set."""
 
 
@@ -76,6 +78,8 @@ def merge(
         if not path.exists():
             raise MergeError(f"{path} missing: is {run_dir} a run folder written by `vignette run`?")
     latest: dict[str, dict[str, Any]] = {}
+    where: dict[str, str] = {}  # question id -> "part:line" of the answer kept
+    conflicts: list[str] = []
     rows = torn = 0
     held = held or {}
     for path in folder.part_paths():
@@ -84,9 +88,25 @@ def merge(
         else:
             torn += tail_state(path)[1]
             part_rows = iter_part(path)
-        for row in part_rows:
-            latest[row["question_id"]] = row
+        for line, row in enumerate(part_rows, 1):
             rows += 1
+            q, here = row["question_id"], f"{path.name}:{line}"
+            earlier = latest.get(q)
+            if earlier is not None and earlier.get("valid"):
+                # a valid answer is never replaced: a re-ask (--retry-invalid, a resumed backend failure)
+                # only ever follows an invalid one, so a second, different answer means mixed logs
+                if row.get("valid") and row.get("choice") != earlier.get("choice"):
+                    conflicts.append(
+                        f"question {q!r}: {earlier.get('choice')!r} ({where[q]}) and {row.get('choice')!r} ({here})"
+                    )
+                continue
+            latest[q], where[q] = row, here
+    if conflicts:
+        raise MergeError(
+            f"{run_dir}: {len(conflicts)} question(s) have two different valid answers in the log "
+            f"(e.g. {'; '.join(conflicts[:3])}); an answer is replaced only when the earlier one was invalid — "
+            "keep one run per folder, or remove the part that re-answered them"
+        )
     order = list(planned_ids(folder))
     planned = set(order)
     missing = [q for q in order if q not in latest]
@@ -117,14 +137,15 @@ def merge(
         return report
     kept = [latest[q] for q in order if q in latest]
     schema = schema_for(any("attn_left_share" in r for r in kept))  # attention recorded: keep its columns
-    out = folder.write_responses(pa.Table.from_pylist(kept, schema=schema))  # atomic: a reader never sees half a file
+    table = check_table(pa.Table.from_pylist(kept, schema=schema), f"{folder.log_dir}/ (merged)")  # the reader's checks
+    out = folder.write_responses(table)  # atomic: a reader never sees half a file
     return MergeReport(**{**report.__dict__, "written": out})
 
 
 def main(args: argparse.Namespace) -> int:
     try:
         report = merge(args.run, write=not args.dry_run, allow_gaps=args.allow_gaps)
-    except (MergeError, RecordError) as e:
+    except (MergeError, RecordError, ResponsesError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(json.dumps({k: (str(v) if isinstance(v, Path) else v) for k, v in report.__dict__.items()}))

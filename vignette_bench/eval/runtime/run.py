@@ -41,7 +41,8 @@ from datasets.distributed import split_dataset_by_node
 from PIL import Image
 from tqdm.auto import tqdm
 
-from vignette_bench.eval.adapters.base import BackendUnavailable, ChoiceRequest, ModelAdapter
+from vignette_bench.errors import VignetteError
+from vignette_bench.eval.adapters.base import BackendUnavailable, ChoiceRequest, ModelAdapter, is_backend_failure
 from vignette_bench.eval.runtime.arguments import run_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.merge import MergeError, merge
@@ -57,6 +58,7 @@ from vignette_bench.eval.runtime.runlog import ShardBusy, iter_part, tail_state
 from vignette_bench.formats.pair_config import PairConfig
 from vignette_bench.formats.run_record import ORDERS, DatasetProvenance, ModelProvenance, RunRecord, RunSettings
 from vignette_bench.formats.selection import SelectionRecord
+from vignette_bench.redaction import redact, redact_argv, redact_json
 from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
 
 if TYPE_CHECKING:  # planning imports scipy.stats: only `--sample auto` (plan_sample_size) needs it
@@ -122,7 +124,7 @@ VERSIONED = (
 )
 
 
-class RunError(RuntimeError):
+class RunError(VignetteError, RuntimeError):
     """The run cannot start or continue as asked; the message says what to do."""
 
 
@@ -348,10 +350,13 @@ def run(
     taxonomy = load_taxonomy(folder.keep_taxonomy(source.taxonomy or str(DATA_DIR)))
     builder = QuestionBuilder(taxonomy, settings.seed, settings.paradigms, settings.variants)
     where = str(folder.record_path)  # names the file if an adapter or source reports a bad value
+    # secrets never reach a file: the spec (URL userinfo, api_key=…), the provenance and the argv are
+    # recorded redacted — on both sides of the resume check, so a resumed run still compares equal
+    recorded = settings.model_copy(update={"model": redact(settings.model)})
     record = RunRecord(
-        settings=settings,
+        settings=recorded,
         template_hash=template_hash(taxonomy),
-        model=ModelProvenance.from_adapter(adapter.provenance(), where),
+        model=ModelProvenance.from_adapter(redact_json(adapter.provenance()), where),
         dataset=DatasetProvenance.from_json(
             {"source": settings.source, "config": settings.config, **source.revision}, where, "dataset"
         ),
@@ -371,7 +376,8 @@ def run(
         for r in iter_part(path):
             if path == own_part:
                 own_rows.append(r)
-            if r.get("valid") or not retry_invalid:
+            # a backend failure (401, dead server, 5xx after retries) was never answered: asked again on resume
+            if r.get("valid") or not (retry_invalid or is_backend_failure(r.get("error"))):
                 done_pair[r["question_id"]] = r["pair_id"]
     done = done_pair.keys()
     done_per_pair = Counter(done_pair.values())
@@ -383,7 +389,7 @@ def run(
         )
     pair_ids = mine["pair_id"]
     already = sum(min(done_per_pair[p], per_pair) for p in pair_ids)
-    model_id = record.model.model_id if record.model.model_id is not None else settings.model
+    model_id = record.model.model_id if record.model.model_id is not None else recorded.model
     prepare = getattr(adapter, "prepare", None)
 
     writer = folder.part_writer(shard.rank)
@@ -398,9 +404,9 @@ def run(
         "already_answered": already,
         "repaired_torn_bytes": writer.repaired_bytes,
         "batch_size": batch_size,
-        "model_spec": settings.model,
+        "model_spec": recorded.model,
         "model": record.model.to_json(),
-        "argv": sys.argv,
+        "argv": redact_argv(sys.argv),
     }
     folder.append_session(session)
 
@@ -450,8 +456,8 @@ def run(
                 f"{invalid} of the {answered} answers of this session are invalid (more than {max_invalid:.0%}); "
                 f"most often ({count}): {error!r}, e.g. raw reply {example[error][:160]!r}. The answers so far are "
                 f"kept in {folder.path}. Check the model spec (docs/openai.md: system_prompt=user, structured; "
-                "docs/adapters.md: mode=score), then rerun the same command to resume (--retry-invalid asks these "
-                "again); --max-invalid 1 turns this check off"
+                "docs/adapters.md: mode=score), then rerun the same command to resume (it asks backend failures again; "
+                "--retry-invalid asks the other invalid answers again too); --max-invalid 1 turns this check off"
             )
 
     def work() -> Iterator[tuple[dict[str, Any], list[Question]]]:

@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vignette_bench.errors import VignetteError
 
-class LogCorrupt(ValueError):
+
+class LogCorrupt(VignetteError):
     """A line other than the last of a log part is not valid JSON."""
 
 
@@ -75,7 +77,7 @@ def scan_part(path: Path) -> PartScan:
     return PartScan(list(iter_part(path)), good, torn)
 
 
-class ShardBusy(RuntimeError):
+class ShardBusy(VignetteError, RuntimeError):
     """Another live process holds this shard's part."""
 
 

@@ -27,10 +27,11 @@ from typing import Any
 from PIL import Image
 
 from vignette_bench import cli_options as opt
+from vignette_bench.errors import VignetteError
 from vignette_bench.eval.adapters.base import ChoiceRequest, ModelAdapter, TextRequest
 
 
-class BadRequest(ValueError):
+class BadRequest(VignetteError):
     """The request cannot be answered as sent; becomes an HTTP 400 with this message."""
 
 
