@@ -459,7 +459,8 @@ def test_a_failed_verification_edited_to_passed_shows_self_reported(tree: Path, 
         options = list(frame.at[i, "options"])
         other = options[(options.index(frame.at[i, "choice"]) + 1) % len(options)]
         frame.at[i, "choice"] = other
-        frame.at[i, "selected_identity"] = list(frame.at[i, "option_identities"])[options.index(other)]
+        for column, value in outcome(frame.loc[i].to_dict()).items():  # consistent, as the reader requires
+            frame.at[i, column] = value
     frame.to_parquet(parquet)
     path = _enter(root, "honest")
     assert lb(["verify", str(path), "--model", "random", "--limit", "20", "--key", str(_key(tree))]) == 1
@@ -651,3 +652,21 @@ def test_without_cryptography_a_signed_record_is_self_reported_not_a_traceback(m
     keys = signing.Keys({"0123456789abcdef": ("m", b"\0" * 32)})
     monkeypatch.setitem(sys.modules, "cryptography.exceptions", None)
     assert "install `cryptography`" in (signing.check(record, keys) or "")
+
+
+def test_validate_refuses_answers_that_contradict_their_options(tree: Path, tmp_path: Path) -> None:
+    """Responses swapped in after create, with the entry's sha256 recomputed by hand: the reader's checks refuse them."""
+    import hashlib
+
+    root = _copy(tree, tmp_path)
+    path = _enter(root, "honest")
+    entry = json.loads(path.read_text())
+    parquet = root / "runs" / "honest" / "responses.parquet"
+    frame = pd.read_parquet(parquet)
+    i = frame.index[frame["valid"]][0]
+    frame.at[i, "choice"] = "someone not offered"  # selected_identity still names an offered person
+    frame.to_parquet(parquet)
+    entry["responses"]["sha256"] = hashlib.sha256(parquet.read_bytes()).hexdigest()
+    path.write_text(json.dumps(entry))
+    with pytest.raises(EntryError, match="choice"):
+        validate(path)

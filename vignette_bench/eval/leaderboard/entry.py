@@ -281,9 +281,10 @@ def source_index(source: str) -> tuple[str, bool]:
 
 
 def validate(path: str | Path) -> Validated:
-    import io
-
+    import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from vignette_bench.formats.responses import ResponsesError, check_table
 
     path = Path(path)
     entry = load_entry(path)
@@ -293,11 +294,16 @@ def validate(path: str | Path) -> Validated:
     if sha256_bytes(data) != entry["responses"]["sha256"]:
         raise EntryError("responses.sha256", "the file's sha256 differs from the entry's: the responses changed")
     try:
-        table = pq.read_table(io.BytesIO(data), use_threads=False)  # threaded in-memory reads abort pyarrow 26 at exit
+        # ParquetFile.read starts no pool thread (pq.read_table does, and pyarrow 26 aborts at exit after one)
+        table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
     except Exception as e:  # any parse failure of an untrusted file
         raise EntryError("responses.location", f"not a parquet file ({type(e).__name__})") from None
     frame = table.to_pandas()
     check_responses(frame, table.schema)
+    try:  # the one responses reader's checks: choice among the options, derived columns, probabilities
+        check_table(table, "responses")
+    except ResponsesError as e:
+        raise EntryError("responses", str(e)) from None
     if len(frame) != entry["responses"]["rows"]:
         raise EntryError("responses.rows", f"entry says {entry['responses']['rows']}, file has {len(frame)}")
     models = set(frame["model_id"])
