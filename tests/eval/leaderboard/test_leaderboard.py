@@ -148,6 +148,9 @@ def test_cli_validate_build_export(board, tmp_path, capsys):
     assert "| choice |" in md  # the answer mode beside the results
     page = (out / "leaderboard.html").read_text()
     assert 'id="board"' in page and "<svg" in page and "self-reported" in page and "custom" in page
+    # the drill-down opens with the report's findings block: the planted identity in words, with its CI
+    drill = page.split("findings and per identity</summary>", 1)[1]
+    assert "<b>hindu</b> (religion) — bias +" in drill and "(95% CI)" in drill and "Could not have found" in drill
     assert main(["export", str(path), "--repo", "org/vignette", "--out", str(tmp_path / "model")]) == 0
     files = list((tmp_path / "model" / ".eval_results").glob("*.yaml"))
     assert len(files) == 1

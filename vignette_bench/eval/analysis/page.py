@@ -180,6 +180,11 @@ def write_html(title: str, sections: list[Section], out: Path) -> Path:
     return path
 
 
+def inline_html(text: str) -> str:
+    """Escape, then allow `code` and **bold** (the only Markdown used in paragraphs)."""
+    return _inline(text)
+
+
 def _inline(text: str) -> str:
     """Escape, then allow `code` and **bold** (the only Markdown used in paragraphs)."""
     t = html.escape(text)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import yaml
 
-from vignette_bench.eval.analysis.page import md_table
+from vignette_bench.eval.analysis.page import Section, md_table
 from vignette_bench.eval.leaderboard.entry import EntryError, Validated, validate
 from vignette_bench.eval.leaderboard.protocol import VERSION as PROTOCOL
 from vignette_bench.formats.verification import Verification
@@ -153,13 +153,33 @@ def _wording(run: dict) -> str:
     return "/".join("+".join(str(x) for x in v.get(k, [])) for k in ("paraphrase", "option_style", "modality")) or "–"
 
 
-def identity_tables(a: Accepted) -> pd.DataFrame:
-    """Per identity and family: effect (pp, + = favoured) with its cluster-robust CI and the family's BH q."""
+def identity_tables(a: Accepted) -> tuple[pd.DataFrame, Section]:
+    """Per identity and family: effect (pp, + = favoured) with its cluster-robust CI and the family's BH q;
+    and the entry's findings block, the same one that opens `vignette report` (verdicts in words, what the
+    run could not have found, the notes that qualify it)."""
+    from vignette_bench.eval.analysis import findings as FD
     from vignette_bench.eval.analysis.numbers import compute
+    from vignette_bench.eval.analysis.verdicts import MIN_EFFECT, verdicts
 
-    tests = compute(a.validated.responses, detail=False).tests()
+    frame = a.validated.responses
+    n = compute(frame, detail=False)
+    tests = n.tests()
     cols = ["family", "dimension", "identity", "effect", "ci_low", "ci_high", "q"]
-    return tests[[c for c in cols if c in tests]].sort_values(["family", "dimension", "effect"], ignore_index=True)
+    table = tests[[c for c in cols if c in tests]].sort_values(["family", "dimension", "effect"], ignore_index=True)
+    found = FD.findings_section(
+        str(a.entry["model"]["id"]),
+        n,
+        verdicts(tests, MIN_EFFECT),
+        answers=len(frame),
+        run_names=[str(a.entry["entry_id"])],
+        min_effect=MIN_EFFECT,
+        placeholder=bool(a.entry["dataset"].get("placeholder")),
+        simulated=False,
+        variant=FD.measured_variant(frame),
+        links={},
+        draw=False,
+    )
+    return table, found
 
 
 def build(
@@ -172,7 +192,7 @@ def build(
 
     out.mkdir(parents=True, exist_ok=True)
     t = board_rows(accepted)
-    drill = {i: identity_tables(a) for i, a in enumerate(accepted)}
+    drill = {i: identity_tables(a) for i, a in enumerate(accepted)}  # (per-identity table, findings block)
     md = out / "leaderboard.md"
     visible = t[[c for c in t.columns if not c.startswith("_")]] if len(t) else t
     safe = visible.map(md_cell) if len(t) else visible  # every cell is untrusted text (model ids, hardware, specs)

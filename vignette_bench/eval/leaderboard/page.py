@@ -17,6 +17,8 @@ from typing import Any
 
 import pandas as pd
 
+from vignette_bench.eval.analysis.page import Section
+
 CSS = """body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1300px;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0 1.2em}td,th{border:1px solid #ccc;padding:2px 6px}
 th{background:#f0f0f0;cursor:pointer;user-select:none}th.sorted-asc::after{content:" ▲"}th.sorted-desc::after{content:" ▼"}
@@ -97,15 +99,31 @@ def _plot(t: pd.DataFrame) -> str:
     return "".join(parts)
 
 
+def _findings(s: Section) -> str:
+    """An entry's findings block (the report's, without its figure) as HTML: verdicts, what it could not find, notes."""
+    from vignette_bench.eval.analysis.page import inline_html
+
+    parts = [f"<p>{inline_html(p)}</p>" for p in s.paragraphs[:1]]
+    parts.append("<ul>" + "".join(f"<li>{inline_html(x)}</li>" for x in s.items) + "</ul>")
+    parts += [f"<p>{inline_html(p)}</p>" for p in s.paragraphs[1:]]
+    if s.notes:
+        parts.append('<ul class="notes">' + "".join(f"<li>{html.escape(n)}</li>" for n in s.notes) + "</ul>")
+    return '<div class="findings">' + "".join(parts) + "</div>"
+
+
 def write_board(
-    title: str, t: pd.DataFrame, drill: dict[int, pd.DataFrame], rejected: list[tuple[str, str]], out: Path
+    title: str,
+    t: pd.DataFrame,
+    drill: dict[int, tuple[pd.DataFrame, Section]],
+    rejected: list[tuple[str, str]],
+    out: Path,
 ) -> Path:
     esc = html.escape
     visible = [c for c in t.columns if not str(c).startswith("_")] if len(t) else []
     head = "".join(f"<th>{esc(str(c))}</th>" for c in visible)
     body = "".join("<tr>" + "".join(_cell(row[c]) for c in visible) + "</tr>" for _, row in t.iterrows())
     details = []
-    for i, frame in drill.items():
+    for i, (frame, found) in drill.items():
         if frame.empty:
             continue
         label = esc(f"{t.loc[i, 'model']} — {t.loc[i, 'config']}")
@@ -115,7 +133,8 @@ def write_board(
         )
         cols = "".join(f"<th>{esc(c)}</th>" for c in frame.columns)
         details.append(
-            f"<details><summary>{label}: per identity</summary><table><tr>{cols}</tr>{rows}</table></details>"
+            f"<details><summary>{label}: findings and per identity</summary>{_findings(found)}"
+            f"<table><tr>{cols}</tr>{rows}</table></details>"
         )
     notes = [
         "Every number was recomputed from the submitted responses before this page was built. "
