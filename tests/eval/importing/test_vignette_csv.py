@@ -121,3 +121,23 @@ def test_image_names_give_the_sides(tmp_path: Path) -> None:
     run = run_import("vignette-csv", src, tmp_path / "run")
     frame = pd.read_parquet(run / "responses.parquet")
     assert frame["chose_left"].astype(bool).all()
+
+
+def test_factuality_asks_about_the_person_its_question_names(tmp_path: Path) -> None:
+    rows = factuality_rows()
+    for r in rows:  # ask about the second (right) person; a wrong answer for the first row
+        r["question_id"] = f"What is the {r['descriptor 2']} doing?"
+    rows[0]["response"] = "sleeping"
+    run = run_import("vignette-csv", write_csv(tmp_path / "factuality.csv", rows), tmp_path / "run")
+    frame = pd.read_parquet(run / "responses.parquet")
+    assert (frame["target_identity"] == frame["identity_right"]).all()
+    assert frame["correct"].tolist() == [False, True, True, True, True, True]
+
+
+def test_stereotype_terms_and_directions_are_checked(tmp_path: Path) -> None:
+    rows = stereotype_rows()
+    rows[0]["term"] = "sparkly"
+    rows[1]["direction"] = "high"  # unfriendly is low in the taxonomy
+    with pytest.raises(ImportProblems) as caught:
+        run_import("vignette-csv", write_csv(tmp_path / "socialassumptions.csv", rows), tmp_path / "run")
+    assert "row 2: term: 'sparkly'" in str(caught.value) and "row 3: direction: 'high'" in str(caught.value)
