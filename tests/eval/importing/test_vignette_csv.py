@@ -141,3 +141,13 @@ def test_stereotype_terms_and_directions_are_checked(tmp_path: Path) -> None:
     with pytest.raises(ImportProblems) as caught:
         run_import("vignette-csv", write_csv(tmp_path / "socialassumptions.csv", rows), tmp_path / "run")
     assert "row 2: term: 'sparkly'" in str(caught.value) and "row 3: direction: 'high'" in str(caught.value)
+
+
+def test_an_imported_run_enters_the_leaderboard_as_custom(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    run = run_import("vignette-csv", _source(tmp_path), Path("leaderboard/runs/imported"), "llava")
+    assert main(["leaderboard", "create", str(run), "--by", "tester"]) == 0
+    (entry,) = Path("leaderboard/entries").glob("*.json")
+    capsys.readouterr()
+    assert main(["leaderboard", "validate", str(entry)]) == 0
+    assert "custom" in capsys.readouterr().out
