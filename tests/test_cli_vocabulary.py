@@ -86,6 +86,7 @@ OWN_FLAGS: dict[str, set[str]] = {
         "--no-progress",
     },
     "merge": {"--allow-gaps", "--dry-run"},
+    "import": {"--format"},
     "report": {"--news", "--min-effect", "--label", "--figures"},
     "compare": {"--label", "--clusters"},
     "annotate export": {"--kind", "--config"},
@@ -108,6 +109,7 @@ OWN_FLAGS: dict[str, set[str]] = {
 
 # Commands that read a source take it as --source (never --out, never a positional).
 READS_SOURCE = {
+    "import",
     "build verify",
     "build reduce",
     "build specs",

@@ -33,6 +33,7 @@ LAYERS: dict[str, str] = {
     f"{PACKAGE}.eval.runs": "eval.analysis",  # the one run loader, below report, compare and leaderboard
     f"{PACKAGE}.eval.analysis": "eval.analysis",
     f"{PACKAGE}.eval.runtime": "eval.runtime",
+    f"{PACKAGE}.eval.importing": "eval.importing",  # `vignette import`: runtime's records from others' files
     f"{PACKAGE}.eval.report": "eval.report",
     f"{PACKAGE}.eval.compare": "eval.compare",
     f"{PACKAGE}.eval.leaderboard": "eval.leaderboard",

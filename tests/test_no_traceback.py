@@ -32,6 +32,7 @@ CASES: dict[str, list[str]] = {
     "show": ["portraits", "--source", M, "--index", "0", "--out", OUT],
     "run": ["--source", M, "--config", "portraits", "--model", "random", "--out", OUT, "--no-progress"],
     "merge": [M],
+    "import": ["--format", "vignette-csv", "--source", M, "--out", OUT],
     "report": [M, "--out", OUT],
     "compare": [M, M, "--out", OUT],
     "annotate export": ["--source", M, "--out", OUT],

@@ -105,6 +105,11 @@ COMMANDS: dict[str, Command | Group] = {
         "join a run's log parts into responses.parquet, checking for gaps",
         arguments=f"{EVAL}.runtime.arguments:merge_add_arguments",
     ),
+    "import": Command(
+        f"{EVAL}.importing.command",
+        "answers collected elsewhere (the original VIGNETTE CSVs, a table) as a run folder",
+        arguments=f"{EVAL}.importing.arguments:import_add_arguments",
+    ),
     "report": Command(
         f"{EVAL}.report.command",
         "tables, figures and verdicts from one or more runs",

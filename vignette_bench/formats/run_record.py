@@ -8,7 +8,9 @@ through `migrate`, so old run folders still read. Version 2 adds `settings.order
 sides were chosen: vignette.PairSpace orders; every older run used the rule's order, so migration sets
 "rule") and the optional `planning` (what `--sample auto` computed). Version 3 keeps the adapter's
 revision under one key, `model.revision` (older records wrote `model_revision` for the reference and
-OpenAI-compatible adapters; migration moves it). RunFolder (vignette_bench/eval/runtime/folder.py) reads and writes it.
+OpenAI-compatible adapters; migration moves it). Version 4 adds the optional `imported`
+(answers brought in by `vignette import` from another harness's files: vignette_bench/eval/importing/;
+older records have none). RunFolder (vignette_bench/eval/runtime/folder.py) reads and writes it.
 
 `Variants` (which wordings a run asks) lives here too: it is part of the record's settings, and the
 question builder (vignette_bench/eval/runtime/questions.py) takes it from here.
@@ -40,7 +42,7 @@ from vignette_bench.formats.base import Format, FormatError, Part, reject_type, 
 # RecordError was the run record's own error; every format now raises FormatError (file and dotted key).
 RecordError = FormatError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 PARADIGMS = ("factuality", "perception", "stereotype", "decision")
 OPTION_STYLES = ("identity", "position")
 MODALITIES = ("image", "text")
@@ -313,6 +315,29 @@ def _unpack_extra(data: Any) -> Any:
     return data
 
 
+class ImportedFile(Part):
+    """One file `vignette import` read."""
+
+    path: str = Field(description="the file as given (relative to the folder imported, when one was given)")
+    sha256: str = Field(description="sha256 of the file's bytes")
+    rows: int = Field(description="answer rows read from it")
+
+
+class ImportedProvenance(Part):
+    """`vignette import` (vignette_bench/eval/importing/): where answers collected elsewhere came from."""
+
+    format: str = Field(description="the source format: `vignette-csv` (the original VIGNETTE code) or `table`")
+    files: Annotated[tuple[ImportedFile, ...], BeforeValidator(_tuple)] = Field(
+        description="every file read, with its sha256"
+    )
+    not_recovered: Annotated[tuple[str, ...], BeforeValidator(_tuple)] = Field(
+        default=(), description='what the format cannot say, e.g. "probabilities: none", "sides: unknown"'
+    )
+    consequences: Annotated[tuple[str, ...], BeforeValidator(_tuple)] = Field(
+        default=(), description="what that means for the numbers (the report's notes repeat these)"
+    )
+
+
 class RunRecord(Format):
     """RUN_DIR/run.json. `versions`: python and the libraries that can change answers (run.VERSIONED)."""
 
@@ -323,7 +348,8 @@ class RunRecord(Format):
     SCHEMA_VERSION: ClassVar[int] = SCHEMA_VERSION
     FILE: ClassVar[str] = "RUN_DIR/run.json"
     WRITER: ClassVar[str] = (
-        "`vignette run` (vignette_bench/eval/runtime/run.py), vignette_bench/eval/report/simulate.py; RunFolder writes it"
+        "`vignette run` (vignette_bench/eval/runtime/run.py), vignette_bench/eval/report/simulate.py, "
+        "`vignette import` (vignette_bench/eval/importing/core.py); RunFolder writes it"
     )
     READER: ClassVar[str] = (
         "RunFolder.read_record (vignette_bench/eval/runtime/folder.py); vignette_bench/eval/runs.py load_run"
@@ -342,6 +368,10 @@ class RunRecord(Format):
     planning: dict[str, Any] | None = Field(
         default=None,
         description="`--sample auto` only: the power plan that chose settings.sample (vignette_bench/eval/runtime/planning.py)",
+    )
+    imported: ImportedProvenance | None = Field(
+        default=None,
+        description="`vignette import` only: the source format, its files and sha256, what could not be recovered",
     )
 
     @classmethod
@@ -367,6 +397,8 @@ class RunRecord(Format):
             d["simulated"] = True
         if self.planning is not None:
             d["planning"] = dict(self.planning)
+        if self.imported is not None:
+            d["imported"] = self.imported.to_json()
         return d
 
     @classmethod
@@ -374,7 +406,7 @@ class RunRecord(Format):
         """Version 0 (no schema_version) is the runner's layout without the key; simulated runs of that
         time also lacked versions, settings.variants and settings.image_size. Version 1 lacks
         settings.orders: every run then took the rule's order. Version 2 may name the model's revision
-        `model_revision`."""
+        `model_revision`. Version 3 has no `imported` (nothing was imported then): it reads as is."""
         out = copy.deepcopy(dict(data))  # the caller's data is left alone
         if version == 0:
             settings = out.get("settings")
@@ -392,6 +424,8 @@ class RunRecord(Format):
             if isinstance(out.get("model"), Mapping):
                 out["model"] = migrate_model(out["model"])
             version = 3
+        if version == 3:
+            version = 4  # `imported` is optional: a version-3 record had none
         out["schema_version"] = version
         return out
 

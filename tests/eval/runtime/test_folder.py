@@ -66,7 +66,7 @@ def test_migrate_rewrites_a_version_0_record_once(tmp_path):
     on_disk = json.loads(f.record_path.read_text())
     settings = {**V0["settings"], "orders": "rule"}  # version 2 records the sides; every older run took the rule's
     model = {k: v for k, v in V0["model"].items() if k != "model_revision"} | {"revision": ""}  # version 3: one key
-    assert on_disk == {**V0, "settings": settings, "model": model, "schema_version": 3} and leftovers(tmp_path) == []
+    assert on_disk == {**V0, "settings": settings, "model": model, "schema_version": 4} and leftovers(tmp_path) == []
     assert f.migrate() is False
 
 
@@ -88,7 +88,7 @@ def test_a_run_folder_from_before_schema_version_merges_and_resumes(source, tmp_
     first = run(settings, tmp_path, progress=False)
     f = RunFolder(tmp_path)
     data = json.loads(f.record_path.read_text())
-    assert data.pop("schema_version") == 3
+    assert data.pop("schema_version") == 4
     assert RunRecord.from_json(data) == f.read_record()  # the key is all that changed
     f.record_path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     before = f.read_responses()
@@ -111,7 +111,7 @@ def test_a_version_1_run_folder_reads_as_the_rule_order_and_resumes_with_it(sour
     del data["settings"]["orders"]
     data["schema_version"] = 1
     f.record_path.write_text(json.dumps(data))
-    assert f.read_record().settings.orders == "rule" and f.read_record().schema_version == 3
+    assert f.read_record().settings.orders == "rule" and f.read_record().schema_version == 4
     from vignette_bench.cli import main as vignette
 
     args = ["run", "--source", source, "--config", "portraits", "--model", "random", "--seed", "2", "--sample", "2"]

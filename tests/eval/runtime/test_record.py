@@ -89,7 +89,12 @@ def full_record() -> RunRecord:
 def test_round_trip_through_json_text(tmp_path):
     record = full_record()
     data = record.to_json()
-    assert data["schema_version"] == SCHEMA_VERSION == 3 and "simulated" not in data and "planning" not in data
+    assert (
+        data["schema_version"] == SCHEMA_VERSION == 4
+        and "simulated" not in data
+        and "planning" not in data
+        and "imported" not in data
+    )
     assert data["dataset"]["hub_sha"] is None  # kept: the Hub was asked and did not answer
     assert data["dataset"]["mirror"] == "s3://bucket/vignette" and data["model"]["dtype"] == "bfloat16"
     assert RunRecord.from_json(json.loads(json.dumps(data))) == record
@@ -105,11 +110,11 @@ def test_round_trip_through_json_text(tmp_path):
 def test_version_0_runner_record_migrates_without_losing_a_key():
     assert "schema_version" not in V0
     migrated = migrate(V0, "run.json")
-    assert migrated["schema_version"] == 3 and "schema_version" not in V0  # the input is left alone
+    assert migrated["schema_version"] == 4 and "schema_version" not in V0  # the input is left alone
     assert migrated["settings"]["orders"] == "rule" and "orders" not in V0["settings"]
     record = RunRecord.from_json(V0, "run.json")
     assert record == RunRecord.from_json(migrated, "run.json")
-    assert record.schema_version == 3 and record.simulated is False
+    assert record.schema_version == 4 and record.simulated is False
     assert record.settings == RunSettings(
         source=V0["settings"]["source"],
         config="portraits",
@@ -132,7 +137,7 @@ def test_version_0_runner_record_migrates_without_losing_a_key():
         **V0,
         "settings": {**V0["settings"], "orders": "rule"},
         "model": model,
-        "schema_version": 3,
+        "schema_version": 4,
     }
 
 
@@ -190,8 +195,27 @@ def test_a_record_that_is_not_json_names_its_file(tmp_path):
 def test_version_1_records_read_as_the_rule_order_and_planning_round_trips():
     v1 = {**copy.deepcopy(V0), "schema_version": 1}
     record = RunRecord.from_json(v1, "run.json")
-    assert record.settings.orders == "rule" and record.planning is None and record.schema_version == 3
+    assert record.settings.orders == "rule" and record.planning is None and record.schema_version == 4
     planned = RunRecord(**{**record.__dict__, "planning": {"pairs": 120, "icc": 0.269}})
     data = json.loads(json.dumps(planned.to_json()))
     assert data["planning"] == {"pairs": 120, "icc": 0.269} and RunRecord.from_json(data) == planned
     assert RunSettings(source="s", config="portraits", model="m").orders == "balanced"  # the default for new runs
+
+
+def test_version_3_records_read_without_an_imported_part_and_it_round_trips():
+    from vignette_bench.formats.run_record import ImportedFile, ImportedProvenance
+
+    v3 = {**migrate(copy.deepcopy(V0), "run.json"), "schema_version": 3}
+    record = RunRecord.from_json(v3, "run.json")
+    assert record.schema_version == 4 and record.imported is None and "imported" not in record.to_json()
+    imported = ImportedProvenance(
+        format="vignette-csv",
+        files=(ImportedFile(path="a.csv", sha256="0" * 64, rows=3),),
+        not_recovered=("probabilities: none",),
+        consequences=("sides unknown: rates not side-balanced",),
+    )
+    data = json.loads(json.dumps(RunRecord(**{**record.__dict__, "imported": imported}).to_json()))
+    assert data["imported"]["files"] == [{"path": "a.csv", "sha256": "0" * 64, "rows": 3}]
+    assert RunRecord.from_json(data, "run.json").imported == imported
+    with pytest.raises(RecordError, match=r"imported\.files"):
+        RunRecord.from_json({**data, "imported": {**data["imported"], "files": [{"path": "a.csv"}]}}, "run.json")

@@ -126,12 +126,17 @@ def could_not_find(n: Numbers) -> str:
     return "; ".join(parts) if parts else "nothing could be tested"
 
 
-def caveats(n: Numbers, placeholder: bool, simulated: bool, variant: dict | None) -> list[str]:
+def caveats(
+    n: Numbers, placeholder: bool, simulated: bool, variant: dict | None, imported: Sequence[str] = ()
+) -> list[str]:
+    """The notes under a model's findings; `imported`: the consequences an imported run's record names
+    (what its source format could not say: `run_imported`)."""
     out = []
     if simulated:
         out.append("simulated responses (vignette_bench/eval/report/simulate.py), not a model's answers")
     if placeholder:
         out.append("answers to placeholder images: the numbers show the pipeline, not a model's bias")
+    out += [f"imported answers: {note}" for note in dict.fromkeys(imported)]
     if any(note.startswith("stereotype: each identity has one portrait") for note in n.notes):
         out.append(
             "portrait confound: each identity has one portrait per gender, so a stereotype verdict is about that "
@@ -178,6 +183,7 @@ def findings_section(
     variant: dict | None,
     links: dict[str, str],
     draw: bool = True,
+    imported: Sequence[str] = (),
 ) -> Section:
     """The findings of one model (see the module docstring); ``links``: words → anchor of a detail section."""
     s = Section(f"Findings: {label}", kind="findings", anchor=fig_name("findings", label))
@@ -207,7 +213,7 @@ def findings_section(
             + (", …)" if len(confounded) > 5 else ")")
         )
     s.paragraphs.append(f"**Could not have found:** {could}.")
-    s.notes += caveats(n, placeholder, simulated, variant)
+    s.notes += caveats(n, placeholder, simulated, variant, imported)
     s.links = list(links.items())
     s.plain = [f"{label}: " + (_plain(s.items[0]) if shown.empty else f"{len(shown)} identities with a verdict")]
     s.plain += ["  " + _plain(x) for x in s.items[(1 if shown.empty else 0) :]]
@@ -296,6 +302,15 @@ def measured_variant(frame: pd.DataFrame) -> dict | None:
 def run_simulated(run) -> bool:
     """Whether a run's record says it was simulated (read from the typed record, not Run.info)."""
     return bool(run.record is not None and run.record.simulated)
+
+
+def run_imported(run) -> list[str]:
+    """An imported run's consequences of what its format could not say (run.json `imported`), and
+    which format it came from; [] for a run `vignette run` made."""
+    imported = run.record.imported if run.record is not None else None
+    if imported is None:
+        return []
+    return [f"from {imported.format} files (run.json `imported`)", *imported.consequences]
 
 
 def run_placeholder(run) -> bool:

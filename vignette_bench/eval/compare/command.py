@@ -54,6 +54,7 @@ def findings(run: Run, label: str, detail_anchor: str) -> Section:
         simulated=FD.run_simulated(run),
         variant=FD.measured_variant(run.responses),
         links={"run comparison, identity by identity": detail_anchor},
+        imported=FD.run_imported(run),
     )
 
 

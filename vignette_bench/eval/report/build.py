@@ -697,6 +697,7 @@ def build(
                 variant=FD.measured_variant(frame),
                 links={k: v for k, v in links.items() if v},
                 draw=draw_findings,
+                imported=[note for r in rs for note in FD.run_imported(r)],
             )
         )
     if len(numbers) > 1:

@@ -1,0 +1,20 @@
+"""The parser of `vignette import`: imports nothing heavy (tests/test_startup.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+from vignette_bench import cli_options
+
+FORMATS = ("vignette-csv", "table")
+
+
+def import_add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", required=True, choices=FORMATS, help="the answers' format (docs/import.md)")
+    cli_options.source(
+        p,
+        "what to read: a file, or a folder (vignette-csv: every *.csv under it; table: one .csv/.parquet/.jsonl)",
+        required=True,
+    )
+    cli_options.out(p, "the run folder to create (responses.parquet + run.json); must not exist yet", required=True)
+    cli_options.model(p, "the name of the model that answered (recorded as model_id; default: unknown)")

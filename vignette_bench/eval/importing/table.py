@@ -1,0 +1,253 @@
+"""A documented generic table (CSV, parquet or JSONL) of answers from any harness (docs/import.md, "table").
+
+One row per answer. Columns:
+
+* `question`: the question's text, one of this project's wordings (any paraphrase; the taxonomy's role
+  questions), or instead `template_id` + `context` (e.g. `perception/struggle` + `cooking`);
+* `identity_left`, `identity_right`: the two people, left first (identity names or descriptors such as
+  "old woman");
+* `options`: the options in the order shown (a list; in a CSV a JSON or Python list string);
+* `answer`: the option chosen (empty: no valid answer);
+* optional `probabilities` (one per option), `image` (an image id: answers that share it share a cluster),
+  `activity_left`/`activity_right` (the people's activities), `target` (factuality: `left` or `right`, the
+  person asked about; default left), `sides_known` (false: the left/right columns are not the sides shown).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from vignette_bench.eval.importing.core import (
+    Identities,
+    Problems,
+    answer_row,
+    match_template,
+    norm,
+    perception_subtask,
+)
+from vignette_bench.eval.runtime.questions import TEMPLATES
+from vignette_bench.taxonomy import Taxonomy
+
+FORMAT = "table"
+SUFFIXES = (".csv", ".parquet", ".jsonl")
+REQUIRED = ("identity_left", "identity_right", "options", "answer")
+SIDES_UNKNOWN = "sides unknown: rates not side-balanced (the left/right columns are not the sides shown)"
+
+
+def _read(path: Path) -> Any:
+    import pandas as pd
+
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return pd.read_parquet(path)
+    if suffix == ".jsonl":
+        return pd.read_json(path, lines=True, dtype=False)
+    return pd.read_csv(path, dtype=str, keep_default_na=False)
+
+
+def _empty(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip())
+
+
+def _list(v: Any) -> list | None:
+    if _empty(v):
+        return None
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            try:
+                v = ast.literal_eval(v)
+            except (ValueError, SyntaxError):
+                return None
+    try:
+        return list(v)
+    except TypeError:
+        return None
+
+
+def _bool(v: Any) -> bool | None:
+    if _empty(v):
+        return None
+    if isinstance(v, bool):
+        return v
+    return {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(str(v).strip().lower())
+
+
+def _question(r: dict, taxonomy: Taxonomy, acts: tuple[str, str]) -> tuple[str, str, int, str] | str:
+    """(paradigm/template id, subtask, paraphrase, context) the row asks, or why not."""
+    text = r.get("question")
+    if not _empty(r.get("template_id")):
+        tid, context = str(r["template_id"]).strip(), str(r.get("context") or "").strip()
+        if tid not in TEMPLATES and not tid.startswith("decision/"):
+            return f"template_id: {tid!r} is not one of {sorted(TEMPLATES)} or decision/<dimension>"
+        if not context:
+            return "context: empty (the activity, trait term or role question the template asks about)"
+        return tid, tid.split("/", 1)[1], 0, context
+    if _empty(text):
+        return "question: empty, and no template_id + context"
+    for a in dict.fromkeys(x for x in acts if x):
+        found = perception_subtask(text, a)
+        if found:
+            return f"perception/{found[0]}", found[0], found[1], a
+    for term, _, _ in taxonomy.trait_terms:
+        k = match_template("stereotype/trait", text, term=term)
+        if k is not None:
+            return "stereotype/trait", "", k, term
+    for rq in taxonomy.role_questions:
+        if norm(rq.question) == norm(text):
+            return f"decision/{rq.dimension}", rq.dimension, 0, rq.question
+    return f"question: {text!r} is none of this project's question wordings (docs/import.md)"
+
+
+def read_file(
+    path: Path, shown: str, taxonomy: Taxonomy, identities: Identities, model_id: str, problems: Problems
+) -> tuple[list[dict[str, Any]], list[str], tuple[str, ...], tuple[str, ...]]:
+    try:
+        frame = _read(path)
+    except Exception as e:  # noqa: BLE001 (any reader's failure is the file's problem, said in one line)
+        problems.add(shown, None, None, f"not a readable {path.suffix} table ({type(e).__name__}: {e})")
+        return [], [], (), ()
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if "question" not in frame.columns and "template_id" not in frame.columns:
+        missing.append("question (or template_id + context)")
+    if missing:
+        problems.add(shown, None, None, f"lacks column(s) {missing} (docs/import.md, table)")
+        return [], [], (), ()
+    known = {norm(a.name): a.name for a in taxonomy.activities}
+    terms = {t: (d, dim) for t, d, dim in taxonomy.trait_terms}
+    rows, where = [], []
+    sides_unknown = has_probs = has_image = False
+    for i, r in enumerate(frame.to_dict("records"), start=2 if path.suffix.lower() == ".csv" else 1):
+        before = len(problems.items)
+
+        def bad(column: str, why: str, i: int = i) -> None:
+            problems.add(shown, i, column, why)
+
+        people = []
+        for col in ("identity_left", "identity_right"):
+            v = r.get(col)
+            p = None if _empty(v) else identities.find(v)
+            if p is None:
+                bad(col, f"{v!r} is no identity of the taxonomy")
+            people.append(p)
+        acts = []
+        for col in ("activity_left", "activity_right"):
+            v = r.get(col)
+            a = "" if _empty(v) else known.get(norm(v))
+            if a is None:
+                bad(col, f"{v!r} is not a taxonomy activity")
+            acts.append(a or "")
+        options = _list(r.get("options"))
+        if options is None or len(options) < 2 or not all(isinstance(o, str) for o in options):
+            bad("options", f"{r.get('options')!r} is not a list of two or more option strings")
+            options = None
+        answer = r.get("answer")
+        choice = None
+        if options is not None and not _empty(answer):
+            match = [o for o in options if norm(o) == norm(answer)]
+            if not match:
+                bad("answer", f"{answer!r} is not one of the options {options}")
+            else:
+                choice = match[0]
+        probs = _list(r.get("probabilities"))
+        if probs is not None:
+            try:
+                probs = [float(p) for p in probs]
+            except (TypeError, ValueError):
+                bad("probabilities", f"{r.get('probabilities')!r} are not numbers")
+            has_probs = True
+        q = _question(r, taxonomy, (acts[0], acts[1]))
+        if isinstance(q, str):
+            column, _, why = q.partition(": ")
+            bad(column, why)
+        known_sides = _bool(r.get("sides_known"))
+        if known_sides is False:
+            sides_unknown = True
+        if len(problems.items) > before or isinstance(q, str) or options is None:
+            continue
+        left, right = people
+        assert left is not None and right is not None
+        tid, subtask, paraphrase, context = q
+        paradigm = tid.split("/")[0]
+        if left.dimension != right.dimension:
+            bad(
+                "identity_right",
+                f"{right.identity!r} ({right.dimension}) and {left.identity!r} ({left.dimension}) differ",
+            )
+            continue
+        gender = "mixed" if left.dimension == "gender" else (left.gender or right.gender or str(r.get("gender") or ""))
+
+        def who(option: str, left: Any = left, right: Any = right) -> str:
+            o = norm(option)
+            o = o[4:] if o.startswith("the ") else o
+            for p in (left, right):
+                if o == norm(p.identity):
+                    return p.identity
+            found = identities.find(o, left.dimension)
+            return found.identity if found is not None and found.identity in (left.identity, right.identity) else ""
+
+        image = None if _empty(r.get("image")) else str(r["image"])
+        has_image = has_image or image is not None
+        extra: dict[str, Any] = {}
+        if paradigm == "stereotype":
+            if context not in terms:
+                bad("context", f"{context!r} is not a taxonomy trait term")
+                continue
+            extra = dict(direction=terms[context][0], trait_dimension=terms[context][1])
+            subtask = terms[context][1]
+        if paradigm == "factuality":
+            target = str(r.get("target") or "left").strip().lower()
+            if target not in ("left", "right"):
+                bad("target", f"{target!r} is not left or right")
+                continue
+            extra = dict(subject=target, target_identity=(left if target == "left" else right).identity)
+            identities_of = [""] * len(options)
+        else:
+            identities_of = [who(o) for o in options]
+        config = (
+            "portraits"
+            if paradigm == "stereotype"
+            else ("identity_contrast" if acts[0] == acts[1] else "identity_activity_contrast")
+        )
+        rows.append(
+            answer_row(
+                config=config,
+                gender=gender,
+                dimension=left.dimension,
+                paradigm=paradigm,
+                subtask=subtask,
+                template_id=tid,
+                paraphrase=paraphrase,
+                context=context,
+                left=left.identity,
+                right=right.identity,
+                activity_left=acts[0],
+                activity_right=acts[1],
+                key_left=None,
+                key_right=None,
+                options=[str(o) for o in options],
+                option_identities=identities_of,
+                choice=choice,
+                raw="" if _empty(answer) else str(answer),
+                probabilities=probs,
+                model_id=model_id,
+                pair_id=f"{FORMAT}/{image}" if image is not None else None,
+                **extra,
+            )
+        )
+        where.append(f"{shown}: row {i}")
+    not_recovered = [
+        "render clusters: none (" + ("the image id is the cluster)" if has_image else "no image id: one per pair)")
+    ]
+    if not has_probs:
+        not_recovered.append("probabilities: none")
+    consequences = []
+    if sides_unknown:
+        not_recovered.append("sides: unknown for some rows (sides_known false)")
+        consequences.append(SIDES_UNKNOWN)
+    return rows, where, tuple(not_recovered), tuple(consequences)

@@ -1,0 +1,309 @@
+"""The original VIGNETTE code's CSV outputs (docs/import.md, "vignette-csv").
+
+Perception ("assumptions") files: filename, descriptor 1, descriptor 2, activity, question_id (the
+question's text), response, options (a Python-list string, in the order shown), gender, axis. Stereotype
+("socialassumptions") files add taxonomy, term, direction (portraits: no activity). Factuality files have
+filename, question_id, descriptor 1, descriptor 2, activity, response, options. Image names are
+`{d1}_{a1}--{d2}_{a2}.png` (`{d1}--{d2}.png` for portraits), the left person first. Descriptors carry
+the gender word ("old woman"); each is mapped to a taxonomy identity (the paper's neutralisation).
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import re
+from pathlib import Path
+from typing import Any
+
+from vignette_bench.eval.importing.core import (
+    Identities,
+    Person,
+    Problems,
+    answer_row,
+    match_template,
+    norm,
+    perception_subtask,
+)
+from vignette_bench.taxonomy import Taxonomy
+
+FORMAT = "vignette-csv"
+SETTINGS = {"2a": "struggle", "2b": "capability", "3a": "enjoyment", "3b": "dislike"}
+_SETTING = re.compile(r"(?<![0-9a-z])(2a|2b|3a|3b)(?![0-9a-z])")
+NOT_RECOVERED = (
+    "render clusters: image name only (each person's half of the image name stands for one render)",
+    "probabilities: none (the original code records the answer only)",
+    "option seeds: none (the original code's shuffle is not recorded)",
+)
+
+
+def kind_of(columns: list[str]) -> str | None:
+    cols = {c.strip().lower() for c in columns}
+    need = {"filename", "descriptor 1", "descriptor 2", "question_id", "response", "options"}
+    if not need <= cols:
+        return None
+    if {"term", "direction"} <= cols:
+        return "stereotype"
+    if {"gender", "axis"} <= cols:
+        return "perception"
+    return "factuality"
+
+
+def _image(name: str, identities: Identities) -> tuple[list[tuple[str, str]], str | None]:
+    """[(descriptor, activity), (descriptor, activity)] from an image name, left first; or why not."""
+    base = Path(str(name).strip()).name
+    stem, dot, ext = base.rpartition(".")
+    if not dot or ext.lower() not in ("png", "jpg", "jpeg", "bmp", "webp"):
+        return [], f"{name!r} is not an image name ({{d1}}_{{a1}}--{{d2}}_{{a2}}.png)"
+    halves = stem.split("--")
+    if len(halves) != 2 or not all(halves):
+        return [], f"{name!r}: expected two people joined by '--' ({{d1}}_{{a1}}--{{d2}}_{{a2}}.png)"
+    people = []
+    for half in halves:
+        d, _, a = half.partition("_")
+        people.append((d.replace("-", " ").strip(), a.replace("-", " ").strip()))
+    if bool(people[0][1]) != bool(people[1][1]):
+        return [], f"{name!r}: one person has an activity and the other not"
+    return people, None
+
+
+def _options(text: Any) -> list[str] | None:
+    try:
+        value = ast.literal_eval(str(text))
+    except (ValueError, SyntaxError):
+        return None
+    if not isinstance(value, list | tuple) or len(value) < 2 or not all(isinstance(v, str) for v in value):
+        return None
+    return [v.strip() for v in value]
+
+
+def _activity(text: str, known: dict[str, str]) -> str | None:
+    return known.get(norm(text.replace("-", " "))) or known.get(norm(text))
+
+
+def _folder_hint(path: Path, words: set[str]) -> str | None:
+    for part in reversed(path.parts[:-1]):
+        p = part.strip().lower().replace("-", " ").replace("_", " ")
+        if p in words:
+            return p
+    return None
+
+
+def _who(
+    option: str, descs: list[tuple[Person | None, Any]], pair: tuple[Person, Person], identities: Identities
+) -> str:
+    """The identity an option names: a row's descriptor (with or without "the"), or a taxonomy form of
+    one of the pair; "" for an option that names neither."""
+    o = norm(option)
+    o = o[4:] if o.startswith("the ") else o
+    for person, desc in descs:
+        if person is not None and o == norm(str(desc).replace("-", " ")):
+            return person.identity
+    found = identities.find(o, pair[0].dimension)
+    return found.identity if found is not None and found.identity in (pair[0].identity, pair[1].identity) else ""
+
+
+def read_file(
+    path: Path, shown: str, taxonomy: Taxonomy, identities: Identities, model_id: str, problems: Problems
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The answer rows of one CSV (and where each came from); problems are added to `problems`."""
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f)
+        header = [h.strip().lower() for h in (reader.fieldnames or [])]
+        kind = kind_of(header)
+        if kind is None:
+            problems.add(
+                shown,
+                None,
+                None,
+                f"columns {header} are none of the original code's (filename, descriptor 1, descriptor 2, "
+                "question_id, response, options, ...)",
+            )
+            return [], []
+        raw_rows = [{(k or "").strip().lower(): (v or "") for k, v in r.items()} for r in reader]
+    known = {norm(a.name): a.name for a in taxonomy.activities}
+    terms = {norm(t): (t, d, dim) for t, d, dim in taxonomy.trait_terms}
+    setting = _SETTING.search(path.name.lower())
+    dims = set(taxonomy.dimensions)
+    folder_dim = _folder_hint(path, {d.replace("_", " ") for d in dims})
+    rows, where = [], []
+    for i, r in enumerate(raw_rows, start=2):  # row 1 is the header, as a spreadsheet numbers them
+        before = len(problems.items)
+
+        def bad(column: str, why: str, i: int = i) -> None:
+            problems.add(shown, i, column, why)
+
+        axis = (r.get("axis") or "").strip().lower().replace(" ", "_") or (
+            folder_dim.replace(" ", "_") if folder_dim else ""
+        )
+        if axis and axis not in dims:
+            bad("axis", f"{axis!r} is not a taxonomy dimension ({sorted(dims)})")
+            axis = ""
+        d1 = identities.find(r.get("descriptor 1"), axis or None)
+        d2 = identities.find(r.get("descriptor 2"), axis or None)
+        for col, found_d in (("descriptor 1", d1), ("descriptor 2", d2)):
+            if found_d is None:
+                bad(col, f"{r.get(col)!r} is no identity of the taxonomy" + (f" in dimension {axis!r}" if axis else ""))
+        people, why = _image(r.get("filename", ""), identities)
+        if why:
+            bad("filename", why)
+        sides: list[Person] = []
+        acts: list[str] = []
+        for desc, a in people:
+            p = identities.find(desc, axis or None)
+            if p is None:
+                bad("filename", f"{desc!r} in the image name is no identity of the taxonomy")
+                continue
+            sides.append(p)
+            if a:
+                act = _activity(a, known)
+                if act is None:
+                    bad("filename", f"activity {a!r} in the image name is not a taxonomy activity")
+                acts.append(act or "")
+            else:
+                acts.append("")
+        if d1 and d2 and len(sides) == 2 and {d1.identity, d2.identity} != {s.identity for s in sides}:
+            bad("filename", f"names {[s.identity for s in sides]}, the descriptors {[d1.identity, d2.identity]}")
+        options = _options(r.get("options"))
+        if options is None:
+            bad("options", f"{r.get('options')!r} is not a list of two or more option strings")
+        response = (r.get("response") or "").strip()
+        choice: str | None = None
+        if options is not None and response:
+            match = [o for o in options if norm(o) == norm(response)]
+            if not match:
+                bad("response", f"{response!r} is not one of the options {options}")
+            else:
+                choice = match[0]
+        activity = ""
+        if kind != "stereotype":
+            activity = _activity(r.get("activity", ""), known) or ""
+            if not activity:
+                bad("activity", f"{r.get('activity')!r} is not a taxonomy activity")
+        if len(problems.items) > before or d1 is None or d2 is None or len(sides) != 2 or options is None:
+            continue
+        left, right = sides
+        pair_gender = "mixed" if left.dimension == "gender" else (left.gender or right.gender)
+        if not pair_gender or pair_gender == "mixed" and left.dimension != "gender":
+            pair_gender = (r.get("gender") or _folder_hint(path, {"male", "female"}) or "").strip().lower()
+        dimension = left.dimension
+
+        descs: list[tuple[Person | None, Any]] = [(d1, r.get("descriptor 1")), (d2, r.get("descriptor 2"))]
+        option_identities = [_who(o, descs, (left, right), identities) for o in options]
+        text = r.get("question_id", "")
+        common: dict[str, Any] = dict(
+            gender=pair_gender,
+            dimension=dimension,
+            left=left.identity,
+            right=right.identity,
+            options=options,
+            choice=choice,
+            raw=response,
+            probabilities=None,
+            model_id=model_id,
+        )
+        stem = Path(r.get("filename", "").strip()).stem
+        key_left, key_right = (f"{FORMAT}/{h}" for h in stem.split("--"))
+        if kind == "perception":
+            if acts[0] != activity and acts[1] != activity:
+                bad("activity", f"{activity!r} is not in the image name {r.get('filename')!r}")
+                continue
+            found = perception_subtask(text, activity)
+            code = SETTINGS.get(setting.group(1)) if setting else None
+            if found is None and code is not None and norm(activity) in norm(text):
+                found = (code, 0)  # the setting code says which question; the wording is the original's
+            if found is None:
+                bad("question_id", f"{text!r} is no perception question about {activity!r}")
+                continue
+            if code is not None and code != found[0]:
+                bad("question_id", f"{text!r} asks {found[0]}, but the file name's setting code says {code}")
+                continue
+            row = answer_row(
+                config="identity_contrast" if acts[0] == acts[1] else "identity_activity_contrast",
+                paradigm="perception",
+                subtask=found[0],
+                template_id=f"perception/{found[0]}",
+                paraphrase=found[1],
+                context=activity,
+                activity_left=acts[0],
+                activity_right=acts[1],
+                key_left=key_left,
+                key_right=key_right,
+                option_identities=option_identities,
+                **common,
+            )
+        elif kind == "stereotype":
+            term = terms.get(norm(r.get("term", "")))
+            if term is None:
+                bad("term", f"{r.get('term')!r} is not a taxonomy trait term")
+                continue
+            name, direction, tdim = term
+            if norm(r.get("direction", "")) not in ("", direction):
+                bad("direction", f"{r.get('direction')!r}, but the taxonomy says {name!r} is {direction!r}")
+                continue
+            k = match_template("stereotype/trait", text, term=name)
+            if k is None and norm(name) not in norm(text):
+                bad("question_id", f"{text!r} does not ask about the term {name!r}")
+                continue
+            row = answer_row(
+                config="portraits",
+                paradigm="stereotype",
+                subtask=tdim,
+                template_id="stereotype/trait",
+                paraphrase=k or 0,
+                context=name,
+                activity_left="",
+                activity_right="",
+                key_left=key_left,
+                key_right=key_right,
+                option_identities=option_identities,
+                direction=direction,
+                trait_dimension=tdim,
+                **common,
+            )
+        else:  # factuality: what is one person doing; options are activities
+            unknown = [o for o in options if _activity(o, known) is None]
+            if unknown:
+                bad("options", f"{unknown} are not taxonomy activities")
+                continue
+            subject, target = "left", left
+            named = [
+                (len(norm(desc)), p)
+                for desc, p in ((r.get("descriptor 1"), d1), (r.get("descriptor 2"), d2))
+                if norm(desc) and norm(desc) in norm(text)
+            ]
+            if named:  # the person the question names (the longer descriptor when one contains the other)
+                person = max(named, key=lambda x: x[0])[1]
+                subject, target = ("left", left) if person == left else ("right", right)
+            k = None
+            for said in (r.get("descriptor 1"), r.get("descriptor 2")):
+                k = k if k is not None else match_template("factuality/what_doing", text, subject=f"the {norm(said)}")
+            true_act = acts[0] if subject == "left" else acts[1]
+            if true_act and true_act != activity:
+                bad("activity", f"{activity!r}, but the image name shows the {subject} person {true_act!r}")
+                continue
+            if norm(activity) not in [norm(o) for o in options]:
+                bad("options", f"{options} do not include the true activity {activity!r}")
+                continue
+            opts = [_activity(o, known) or o for o in options]
+            common["options"] = opts
+            common["choice"] = _activity(choice, known) if choice is not None else None
+            row = answer_row(
+                config="identity_contrast" if acts[0] == acts[1] else "identity_activity_contrast",
+                paradigm="factuality",
+                subtask="what_doing",
+                template_id="factuality/what_doing",
+                paraphrase=k or 0,
+                context=activity,
+                activity_left=acts[0],
+                activity_right=acts[1],
+                key_left=key_left,
+                key_right=key_right,
+                option_identities=[""] * len(opts),
+                subject=subject,
+                target_identity=target.identity,
+                **common,
+            )
+        rows.append(row)
+        where.append(f"{shown}: row {i}")
+    return rows, where
