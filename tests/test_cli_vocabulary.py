@@ -103,7 +103,7 @@ OWN_FLAGS: dict[str, set[str]] = {
     "news demo": {"--judge", "--judge-max-new-tokens"},
     "explain": {"--question", "--layer", "--image"},
     "serve": {"--host", "--port", "--served-model-name"},
-    "upload": {"--entries", "--metrics", "--stage", "--private", "--dry-run"},
+    "upload": {"--entries", "--metrics", "--stage", "--wheel", "--private", "--dry-run"},
     "demo": {"--tiny-pairs", "--random-pairs"},
 }
 

@@ -44,6 +44,7 @@ LAYERS: dict[str, str] = {
     f"{PACKAGE}.metrics": "metrics",
     f"{PACKAGE}.annotate": "annotate",
     f"{PACKAGE}.upload": "upload",
+    f"{PACKAGE}.inspect_tasks": "inspect_tasks",  # the inspect_ai task: the runtime's questions and the loader
     f"{PACKAGE}.cli": "cli",
     f"{PACKAGE}.__main__": "cli",
     PACKAGE: "cli",  # the package __init__: a version string, nothing else

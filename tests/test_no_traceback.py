@@ -96,3 +96,56 @@ def test_every_error_class_derives_from_vignette_error() -> None:
             if obj.__module__ == info.name and issubclass(obj, BaseException) and not issubclass(obj, VignetteError):
                 loose.append(f"{info.name}.{name}")
     assert sorted(loose) == []
+
+
+@pytest.mark.parametrize("stage", ["import", "run"])
+def test_a_missing_optional_package_names_its_extra(stage: str, monkeypatch, capsys) -> None:
+    """A job whose module (or whose work) imports a package of a missing extra ends in `error:` naming the
+    `pip install "vignette-bench[...]"` that installs it; the core-install test (tests/packaging) runs it for real."""
+    import sys
+    import types
+
+    from vignette_bench import cli
+
+    module = types.ModuleType("vignette_fake_job")
+
+    def add_arguments(parser) -> None:
+        pass
+
+    def job(args) -> int:
+        raise ModuleNotFoundError("No module named 'matplotlib'", name="matplotlib")
+
+    module.add_arguments, module.main = add_arguments, job  # type: ignore[attr-defined]
+    if stage == "import":
+        monkeypatch.setattr(
+            cli.importlib,
+            "import_module",
+            lambda name: (_ for _ in ()).throw(ModuleNotFoundError("No module named 'torch'", name="torch")),
+        )
+    else:
+        monkeypatch.setitem(sys.modules, "vignette_fake_job", module)
+    monkeypatch.setitem(cli.COMMANDS, "fake", cli.Command("vignette_fake_job", "a job needing an extra"))
+    monkeypatch.delenv("VIGNETTE_DEBUG", raising=False)
+    assert main(["fake"]) == 2
+    err = capsys.readouterr().err
+    extra = "hf" if stage == "import" else "report"
+    assert err.startswith("error: `vignette fake` needs the") and f'pip install "vignette-bench[{extra}]"' in err
+
+
+def test_a_missing_module_outside_the_extras_stays_a_bug(monkeypatch) -> None:
+    import sys
+    import types
+
+    from vignette_bench import cli
+
+    module = types.ModuleType("vignette_fake_job")
+    module.add_arguments = lambda parser: None  # type: ignore[attr-defined]
+
+    def job(args) -> int:
+        raise ModuleNotFoundError("No module named 'vignette_bench.nowhere'", name="vignette_bench.nowhere")
+
+    module.main = job  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vignette_fake_job", module)
+    monkeypatch.setitem(cli.COMMANDS, "fake", cli.Command("vignette_fake_job", "a broken job"))
+    with pytest.raises(ModuleNotFoundError):
+        main(["fake"])

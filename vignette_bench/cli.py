@@ -243,11 +243,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(entry: Command, words: list[str], args: list[str]) -> int:
-    from vignette_bench.errors import VignetteError, known_failure
+    from vignette_bench.errors import VignetteError, known_failure, missing_extra
 
     prog = " ".join(words)
     if entry.arguments is None:
-        module = importlib.import_module(entry.module)
+        try:
+            module = importlib.import_module(entry.module)
+        except ModuleNotFoundError as error:  # a job whose parser lives in its module: --help needs it too
+            extra = missing_extra(error, f"`{prog}`")
+            if extra is None or os.environ.get("VIGNETTE_DEBUG", "") not in ("", "0"):
+                raise
+            print(f"error: {extra}", file=sys.stderr)
+            return 2
         job = getattr(module, f"{entry.attr}main")
         add_arguments = getattr(module, f"{entry.attr}add_arguments")
         description = (job.__doc__ if entry.attr else None) or module.__doc__
@@ -263,10 +270,16 @@ def _run(entry: Command, words: list[str], args: list[str]) -> int:
         parsed = parser.parse_args(args)
     except SystemExit as done:  # --help, or a usage error argparse has already printed
         return done.code if isinstance(done.code, int) else 2
-    if entry.arguments is not None:
-        job = getattr(importlib.import_module(entry.module), f"{entry.attr}main")
     try:
+        if entry.arguments is not None:
+            job = getattr(importlib.import_module(entry.module), f"{entry.attr}main")
         return int(job(parsed) or 0)
+    except ModuleNotFoundError as error:  # an optional package of a missing extra: name the extra to install
+        extra = missing_extra(error, f"`{prog}`")
+        if extra is None or os.environ.get("VIGNETTE_DEBUG", "") not in ("", "0"):
+            raise
+        print(f"error: {extra}", file=sys.stderr)
+        return 2
     except VignetteError as error:
         if os.environ.get("VIGNETTE_DEBUG", "") not in ("", "0"):
             raise

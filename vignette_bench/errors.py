@@ -13,6 +13,62 @@ class VignetteError(ValueError):
     """A failure the user can act on; the message names the file, row or key and what to do."""
 
 
+# The optional packages a command, adapter or importer may need, by top-level import name, and the
+# pyproject.toml extra that installs each (docs/adapters.md, "Extras"). The core install has none of them.
+EXTRA_OF: dict[str, str] = {
+    "torch": "hf",
+    "transformers": "hf",
+    "accelerate": "hf",
+    "tokenizers": "hf",
+    "safetensors": "hf",
+    "outlines": "hf",
+    "openai": "openai",
+    "vllm": "vllm",
+    "inspect_ai": "inspect",
+    "matplotlib": "report",
+    "jsonschema": "report",
+    "cryptography": "report",
+    "diffusers": "build",
+    "webdataset": "build",
+    "cv2": "build",
+    "imagehash": "build",
+}
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs an extra."""
+    return f'pip install "vignette-bench[{extra}]"'
+
+
+class MissingExtra(VignetteError, ImportError):
+    """An optional package is not installed; the message names the extra that installs it.
+
+    Also an `ImportError`, so code written as ``except ImportError`` around an optional package keeps working."""
+
+    def __init__(self, message: str, *, package: str | None = None, extra: str | None = None):
+        super().__init__(message)
+        self.package = package
+        self.extra = extra
+
+    @classmethod
+    def for_module(cls, module: str, needed_by: str = "this command") -> MissingExtra:
+        top = module.split(".")[0]
+        extra = EXTRA_OF.get(top)
+        hint = f"; install it with: {install_hint(extra)}" if extra else ""
+        return cls(f"{needed_by} needs the `{top}` package{hint}", package=top, extra=extra)
+
+
+def missing_extra(error: BaseException, needed_by: str = "this command") -> MissingExtra | None:
+    """The `MissingExtra` for a `ModuleNotFoundError` of an optional package (one of `EXTRA_OF`), else None."""
+    if isinstance(error, MissingExtra):
+        return error
+    if not isinstance(error, ModuleNotFoundError) or not error.name:
+        return None
+    if error.name.split(".")[0] not in EXTRA_OF:
+        return None
+    return MissingExtra.for_module(error.name, needed_by)
+
+
 def known_failure(error: BaseException) -> str | None:
     """The `error: …` message for a failure outside this package that a user can act on — a file or folder
     that cannot be read or written (OSError: missing, read-only, a folder where a file belongs), a network

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from vignette_bench import cli_options as opt
 from vignette_bench.upload.plan import describe, execute, remote_listing
-from vignette_bench.upload.targets import UploadError, dataset_plan, metric_names, metrics_plan
+from vignette_bench.upload.targets import UploadError, build_project_wheel, dataset_plan, metric_names, metrics_plan
 
 
 def _api(dry_run: bool):
@@ -51,6 +51,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--entries", default="leaderboard/entries", help="results: the entries folder (default %(default)s)")
     p.add_argument("--metrics", default="metrics", help="metrics: the folder of metric modules (default metrics)")
     p.add_argument("--stage", default=None, help="folder for staged Space files (default: a temp folder)")
+    p.add_argument(
+        "--wheel",
+        default=None,
+        help="metrics: the vignette-bench wheel each Space carries and installs (default: built from this checkout)",
+    )
     p.add_argument("--private", action="store_true")
     p.add_argument("--dry-run", action="store_true", help="print the plan and stop; writes nothing to the Hub")
 
@@ -94,7 +99,10 @@ def main(args: argparse.Namespace) -> int:
                 if "/" not in args.repo
                 else {}
             )
-            steps = metrics_plan(Path(args.metrics), args.repo, stage, private=args.private, remotes=remotes)
+            wheel = Path(args.wheel) if args.wheel else build_project_wheel(stage / "_wheel")
+            steps = metrics_plan(
+                Path(args.metrics), args.repo, stage, private=args.private, remotes=remotes, wheel=wheel
+            )
         else:
             from vignette_bench.upload.results import results_plan
 

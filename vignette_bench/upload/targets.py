@@ -178,7 +178,7 @@ def module_requirements(module: Path) -> list[str]:
 
     The module folder is the one place that says it, so a module copied out alone (evaluate's
     cache, a Space) carries the same list. `vignette-bench` (the statistics library) is not on
-    PyPI: a Space installs it from the line as written; edit it to a wheel URL or git URL there.
+    PyPI: staging with the project's wheel pins that line to the wheel the Space carries (pin_project).
     """
     declared = module.parent / "requirements.txt"
     if not declared.is_file():
@@ -190,8 +190,61 @@ def module_requirements(module: Path) -> list[str]:
     return reqs
 
 
-def stage_metric_space(metrics_dir: Path, name: str, repo_id: str, stage: Path) -> Path:
-    """Copy one metric into a Space folder: module, card with Space front matter, app.py, requirements."""
+PROJECT = "vignette-bench"
+WHEELS = "wheels"  # the Space folder that holds the project's wheel
+
+
+def space_file_url(repo_id: str, path: str) -> str:
+    """The URL a Space's build (pip) downloads one of the Space's own files from."""
+    return f"https://huggingface.co/spaces/{repo_id}/resolve/main/{path}"
+
+
+def pin_project(requirements: list[str], wheel_url: str) -> list[str]:
+    """The requirements with the `vignette-bench` line (on no index) replaced by a direct reference to a wheel."""
+    out = []
+    for req in requirements:
+        name = re.split(r"[\s<>=!~;\[@]", req, maxsplit=1)[0].strip().lower().replace("_", "-")
+        out.append(f"{PROJECT} @ {wheel_url}" if name == PROJECT else req)
+    return out
+
+
+def build_project_wheel(out: Path) -> Path:
+    """A wheel of this checkout (`pip wheel --no-deps --no-build-isolation`); an installed copy has no source to build."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "pyproject.toml").is_file():
+        raise UploadError(
+            f"{root}: not a checkout of the project (no pyproject.toml) to build the wheel the metric Spaces "
+            "install; pass --wheel PATH (a vignette_bench-*.whl, e.g. from `pip wheel --no-deps .` in a clone)"
+        )
+    Path(out).mkdir(parents=True, exist_ok=True)
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "-q",
+        "-w",
+        str(out),
+        str(root),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True)
+    wheels = sorted(Path(out).glob("vignette_bench-*.whl"))
+    if done.returncode != 0 or not wheels:
+        raise UploadError(f"building the project wheel failed ({' '.join(command)}): {done.stderr.strip()[-600:]}")
+    return wheels[-1]
+
+
+def stage_metric_space(metrics_dir: Path, name: str, repo_id: str, stage: Path, wheel: Path | None = None) -> Path:
+    """Copy one metric into a Space folder: module, card with Space front matter, app.py, requirements.
+
+    With `wheel` (the project's wheel) the Space carries it under wheels/ and its requirements.txt names it by
+    the Space's own URL (`vignette-bench @ https://huggingface.co/spaces/OWNER/NAME/resolve/main/wheels/...`), so
+    the Space and `evaluate.load("OWNER/NAME")` install; without it the line stays `vignette-bench`, on no index."""
     src = Path(metrics_dir) / name
     readme = src / "README.md"
     if not readme.is_file():
@@ -214,7 +267,15 @@ def stage_metric_space(metrics_dir: Path, name: str, repo_id: str, stage: Path) 
         "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n" + body, encoding="utf-8"
     )
     (out / "app.py").write_text(APP_PY.format(repo_id=repo_id), encoding="utf-8")
-    (out / "requirements.txt").write_text("\n".join(module_requirements(src / f"{name}.py")) + "\n", encoding="utf-8")
+    requirements = module_requirements(src / f"{name}.py")
+    if wheel is not None:
+        wheel = Path(wheel)
+        if not wheel.is_file() or not wheel.name.startswith("vignette_bench-") or wheel.suffix != ".whl":
+            raise UploadError(f"{wheel}: not a vignette_bench-*.whl file")
+        (out / WHEELS).mkdir()
+        shutil.copy2(wheel, out / WHEELS / wheel.name)
+        requirements = pin_project(requirements, space_file_url(repo_id, f"{WHEELS}/{wheel.name}"))
+    (out / "requirements.txt").write_text("\n".join(requirements) + "\n", encoding="utf-8")
     return out
 
 
@@ -225,8 +286,10 @@ def metrics_plan(
     *,
     private: bool = False,
     remotes: Mapping[str, Mapping[str, RemoteFile] | None] | None = None,
+    wheel: Path | None = None,
 ) -> list[Step]:
-    """One gradio Space per metric, `{owner}/{name}`; `remotes` maps a Space id to its listing."""
+    """One gradio Space per metric, `{owner}/{name}`; `remotes` maps a Space id to its listing; `wheel`: the
+    project's wheel each Space carries and installs (stage_metric_space)."""
     if "/" in owner:
         raise UploadError(
             f"--repo {owner!r}: for metrics give the owner (user or org); each metric "
@@ -235,7 +298,7 @@ def metrics_plan(
     steps: list[Step] = []
     for name in metric_names(Path(metrics_dir)):
         repo_id = f"{owner}/{name}"
-        folder = stage_metric_space(Path(metrics_dir), name, repo_id, Path(stage))
+        folder = stage_metric_space(Path(metrics_dir), name, repo_id, Path(stage), wheel)
         files = local_files(folder, _files_under(folder))
         todo, skip = split_changed(repo_id, files, (remotes or {}).get(repo_id))
         steps.append(CreateRepo(repo_id, "space", private, space_sdk="gradio"))

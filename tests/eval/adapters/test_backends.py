@@ -65,10 +65,19 @@ def test_attention_capable_backends_are_not_refused_and_the_check_reads_the_flag
 def test_missing_optional_package_names_the_extra(monkeypatch) -> None:
     row = dataclasses.replace(BACKENDS["openai"], requires=("vignette_no_such_package",))
     monkeypatch.setitem(BACKENDS, "openai", row)
-    with pytest.raises(MissingDependency, match=r'pip install "vignette-bench\[run\]"') as e:
+    with pytest.raises(MissingDependency, match=r'pip install "vignette-bench\[openai\]"') as e:
         build_adapter("openai:m@http://127.0.0.1:9/v1?probe=false")
     assert isinstance(e.value, VignetteError) and isinstance(e.value, ImportError)
     assert "vignette_no_such_package" in str(e.value)
+
+
+def test_each_backend_names_its_own_extra() -> None:
+    # an API-only user is never sent to the torch extra
+    extras = {name: b.install for name, b in BACKENDS.items()}
+    assert extras["hf"] == extras["tiny"] == 'pip install "vignette-bench[hf]"'
+    assert extras["openai"] == 'pip install "vignette-bench[openai]"'
+    assert extras["vllm"].startswith('pip install "vignette-bench[vllm]"')
+    assert extras["random"] == extras["always-left"] == ""
 
 
 def test_missing_module_of_a_factory_is_named_too(monkeypatch) -> None:

@@ -255,7 +255,7 @@ def test_specs(tiny_models, monkeypatch):
     try:
         import vllm  # noqa: F401
     except ImportError:
-        with pytest.raises(ImportError, match="pip install vllm"):
+        with pytest.raises(ImportError, match=r'pip install "vignette-bench\[vllm\]"'):
             build_adapter("vllm:org/model")
 
 

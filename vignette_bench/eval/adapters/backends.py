@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from vignette_bench.errors import VignetteError
+from vignette_bench.errors import MissingExtra, install_hint
 
 
-class MissingDependency(VignetteError, ImportError):
+class MissingDependency(MissingExtra):
     """A backend's optional package is not installed; the message says what to `pip install`.
 
     Also an `ImportError`, so code written as ``except ImportError`` around an optional backend keeps working."""
@@ -60,7 +60,7 @@ class Backend:
 
 
 _ADAPTERS = "vignette_bench.eval.adapters"
-_RUN_EXTRA = 'pip install "vignette-bench[run]"'
+_HF_EXTRA = install_hint("hf")
 _MODEL_REQUIRES = ("torch", "transformers")
 
 BACKENDS: dict[str, Backend] = {
@@ -72,7 +72,7 @@ BACKENDS: dict[str, Backend] = {
             "hf:Qwen/Qwen2.5-VL-3B-Instruct@main?mode=score&batch_size=16&dtype=bfloat16",
             "a local transformers VLM (Hub id or folder)",
             f"{_ADAPTERS}.transformers_adapter:from_spec",
-            _RUN_EXTRA,
+            _HF_EXTRA,
             _MODEL_REQUIRES,
             at="revision",
             score=True,
@@ -84,7 +84,7 @@ BACKENDS: dict[str, Backend] = {
             "tiny:llava?mode=generate",
             "a tiny random VLM built locally (tests, demo)",
             f"{_ADAPTERS}.tiny:from_spec",
-            _RUN_EXTRA,
+            _HF_EXTRA,
             (*_MODEL_REQUIRES, "tokenizers"),
             score=True,
             attention=True,
@@ -95,7 +95,7 @@ BACKENDS: dict[str, Backend] = {
             "openai:gpt-4o@http://127.0.0.1:8000/v1?concurrency=8&probe=false",
             "any OpenAI-compatible chat server",
             f"{_ADAPTERS}.openai_adapter:from_spec",
-            _RUN_EXTRA,
+            install_hint("openai"),
             ("openai",),
             at="url",
         ),
@@ -105,9 +105,9 @@ BACKENDS: dict[str, Backend] = {
             "vllm:Qwen/Qwen2.5-VL-3B-Instruct?temperature=0.7&tensor_parallel_size=2",
             "vLLM's offline engine (CUDA GPU only; generate mode)",
             f"{_ADAPTERS}.vllm_adapter:from_spec",
-            # no extra: vllm cannot install on CPU-only machines; the adapter checks for it when it starts,
+            # vllm installs only on CUDA machines; the adapter checks for it when it starts,
             # after refusing launch settings it cannot honour (those errors show on any machine)
-            "pip install vllm  (on a CUDA GPU machine)",
+            install_hint("vllm") + "  (on a CUDA GPU machine)",
             at="revision",
         ),
         Backend(

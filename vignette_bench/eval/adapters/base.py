@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import abc
+import base64
+import io
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +13,34 @@ from typing import Any
 from PIL import Image
 
 from vignette_bench.errors import VignetteError
+
+# What a chat backend is told besides the question (the openai adapter's system turn; the inspect_ai task's too).
+CHOICE_SYSTEM_PROMPT = "Answer with exactly one of the options given, copied word for word."
+
+
+def image_to_data_url(image: Image.Image) -> str:
+    # PNG is lossless: the server sees exactly the pixels the local adapters see.
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def match_option(text: str, options: tuple[str, ...]) -> str | None:
+    """The option a reply names: JSON {"choice": ...} or the bare option text (case and a final period ignored)."""
+    candidate: Any = text
+    try:
+        parsed = json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        parsed = None
+    if isinstance(parsed, dict) and "choice" in parsed:
+        candidate = parsed["choice"]
+    if not isinstance(candidate, str):
+        return None
+    normalised = candidate.strip().rstrip(".").strip().casefold()
+    for option in options:
+        if option.strip().rstrip(".").strip().casefold() == normalised:
+            return option
+    return None
 
 
 @dataclass(frozen=True)

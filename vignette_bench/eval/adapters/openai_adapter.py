@@ -10,8 +10,6 @@ never an answer.
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import os
 import re
@@ -25,17 +23,19 @@ from typing import Any
 import openai
 from PIL import Image
 
-from vignette_bench.eval.adapters.base import (
+from vignette_bench.eval.adapters.base import (  # noqa: F401 (CHOICE_SYSTEM_PROMPT, match_option: importable from here too)
+    CHOICE_SYSTEM_PROMPT,
     BackendUnavailable,
     ChoiceRequest,
     ChoiceResult,
     ModelAdapter,
     TextRequest,
     TextResult,
+    image_to_data_url,
+    match_option,
 )
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
-CHOICE_SYSTEM_PROMPT = "Answer with exactly one of the options given, copied word for word."
 # The probe's prompt asks for a word outside its options: only a server that enforces the schema answers
 # {"choice": "left"|"right"}; one that ignores it answers the prompt (or, untrained, anything).
 PROBE_PROMPT = "Reply with the single word: banana."
@@ -78,13 +78,6 @@ def _url_password(url: str) -> str:
     from urllib.parse import urlsplit
 
     return urlsplit(url).password or ""
-
-
-def image_to_data_url(image: Image.Image) -> str:
-    # PNG is lossless: the server sees exactly the pixels the local adapters see.
-    buffer = io.BytesIO()
-    image.convert("RGB").save(buffer, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 SYSTEM_PLACEMENTS = ("system", "user", "none")
@@ -143,24 +136,6 @@ def choice_schema(options: tuple[str, ...]) -> dict[str, Any]:
         "required": ["choice"],
         "additionalProperties": False,
     }
-
-
-def match_option(text: str, options: tuple[str, ...]) -> str | None:
-    """The option a reply names: JSON {"choice": ...} or the bare option text (case and a final period ignored)."""
-    candidate: Any = text
-    try:
-        parsed = json.loads(text)
-    except (json.JSONDecodeError, TypeError):
-        parsed = None
-    if isinstance(parsed, dict) and "choice" in parsed:
-        candidate = parsed["choice"]
-    if not isinstance(candidate, str):
-        return None
-    normalised = candidate.strip().rstrip(".").strip().casefold()
-    for option in options:
-        if option.strip().rstrip(".").strip().casefold() == normalised:
-            return option
-    return None
 
 
 def _names_probe_option(text: str) -> bool:

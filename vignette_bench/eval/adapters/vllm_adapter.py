@@ -20,7 +20,7 @@ from .base import ChoiceRequest, ChoiceResult, ModelAdapter, TextRequest, TextRe
 from .transformers_adapter import CHAT_DATE, _seq_seed, chat_prompt, chat_template_of
 
 INSTALL_HINT = (
-    "the vLLM adapter needs the `vllm` package and a CUDA GPU: `pip install vllm` on a GPU machine "
+    'the vLLM adapter needs the `vllm` package and a CUDA GPU: `pip install "vignette-bench[vllm]"` on a GPU machine '
     "(it is not in requirements.txt: it cannot install or run on the CPU-only machines this project is tested on)"
 )
 
