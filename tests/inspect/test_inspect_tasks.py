@@ -124,3 +124,38 @@ def test_left_rule_gives_the_responses_of_vignette_run_always_left(source: str, 
         for key in ("pair_id", "options", "option_identities", "identity_left", "identity_right", "paradigm",
                     "subtask", "context", "choice", "valid", "chose_left", "selected_identity", "key_left", "seed"):  # fmt: skip
             assert mine[key] == r[key], (key, mine[key], r[key])
+
+
+def test_an_inspect_log_imports_as_the_run_vignette_run_writes(source: str, tmp_path) -> None:
+    """`vignette import --format inspect` of the task's log: the same responses as `vignette run`, and report runs."""
+    from vignette_bench.cli import main as vignette
+    from vignette_bench.formats.responses import read_responses
+    from vignette_bench.formats.run_record import RunRecord
+
+    task = identity_contrast(source=source, **ARGS)
+    (log,) = inspect_eval(task, model="vignette_rule/left", log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "success", log.error
+    out = tmp_path / "imported"
+    assert vignette(["import", "--format", "inspect", "--source", str(tmp_path / "logs"), "--out", str(out)]) == 0
+    imported = read_responses(out / "responses.parquet")
+    record = RunRecord.from_json((out / "run.json").read_text(), "run.json")
+    assert record.imported is not None and record.imported.format == "inspect"
+    assert set(imported["model_id"]) == {"vignette_rule/left"}
+    settings = RunSettings(source=source, config="identity_contrast", model="always-left", seed=5, sample=3,
+                           image_size=(96, 48), variants=Variants.parse(ARGS["variants"].split()))  # fmt: skip
+    result = run(settings, tmp_path / "run", progress=False)
+    ran = {r["question_id"]: r for r in pq.read_table(result.responses).to_pylist()}  # type: ignore[arg-type]
+    assert set(imported["question_id"]) == set(ran)
+    for r in imported.to_dict("records"):
+        mine = {k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}  # pandas NaN -> None
+        theirs = ran[r["question_id"]]
+        for key in ("pair_id", "identity_left", "identity_right", "choice", "valid", "chose_left", "selected_identity",
+                    "key_left", "paradigm", "subtask", "context"):  # fmt: skip
+            assert mine[key] == theirs[key], (key, mine[key], theirs[key])
+        assert list(mine["options"]) == list(theirs["options"])
+    assert vignette(["report", str(out), "--out", str(tmp_path / "report"), "--figures", "none"]) == 0
+    # a log of something else is named, and nothing is written
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert vignette(["import", "--format", "inspect", "--source", str(bad), "--out", str(tmp_path / "x")]) == 2
+    assert not (tmp_path / "x").exists()

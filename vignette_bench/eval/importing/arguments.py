@@ -6,14 +6,15 @@ import argparse
 
 from vignette_bench import cli_options
 
-FORMATS = ("vignette-csv", "table")
+FORMATS = ("vignette-csv", "table", "inspect")
 
 
 def import_add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", required=True, choices=FORMATS, help="the answers' format (docs/import.md)")
     cli_options.source(
         p,
-        "what to read: a file, or a folder (vignette-csv: every *.csv under it; table: one .csv/.parquet/.jsonl)",
+        "what to read: a file, or a folder (vignette-csv: every *.csv under it; table: one .csv/.parquet/.jsonl; "
+        "inspect: every .eval/.json log under it)",
         required=True,
     )
     cli_options.out(p, "the run folder to create (responses.parquet + run.json); must not exist yet", required=True)

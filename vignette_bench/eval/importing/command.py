@@ -60,6 +60,23 @@ def run_import(fmt: str, source: Path, out: Path, model_id: str = "unknown") -> 
             paths[0], shown, taxonomy, identities, model_id, problems
         )
         files.append(ImportedFile(path=shown, sha256=sha256(paths[0]), rows=len(rows)))
+    elif fmt == "inspect":
+        try:
+            from vignette_bench.eval.importing import inspect_log
+        except ModuleNotFoundError as e:  # the inspect extra is optional
+            raise ImportError_(
+                f'--format inspect needs inspect_ai: pip install "vignette-bench[inspect]" ({e})'
+            ) from None
+        paths = _files(source, inspect_log.SUFFIXES)
+        not_recovered = inspect_log.NOT_RECOVERED
+        for path in paths:
+            shown = str(path.relative_to(source)) if source.is_dir() else str(path)
+            got, at, model_id = inspect_log.read_file(
+                path, shown, None if model_id == "unknown" else model_id, problems
+            )
+            rows += got
+            where += at
+            files.append(ImportedFile(path=shown, sha256=sha256(path), rows=len(got)))
     else:
         raise ImportError_(f"--format {fmt!r}: unknown")
     if not paths:
