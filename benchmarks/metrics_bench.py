@@ -179,8 +179,8 @@ def _check_same(sf: dict, lo: dict, ref: dict) -> None:
     """Same answers: the paper's estimates and p-values (the *_paper columns) agree to 1e-9."""
     ids = sf["identities"]
     for i, ident in enumerate(ids["identity"]):
-        if ident not in ref["sf"]:  # offered only in refused questions: flagged, not in the baseline
-            assert ids["flag"][i] == "no_valid_answers", ident
+        if ident not in ref["sf"]:  # never offered, or only in refused questions: flagged, not in the baseline
+            assert ids["flag"][i] in ("no_valid_answers", "never_offered"), (ident, ids["flag"][i])
             continue
         s, p, _, _ = ref["sf"][ident]
         assert abs(ids["selection_frequency_paper"][i] - s) < 1e-9, ident
