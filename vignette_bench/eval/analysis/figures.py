@@ -8,24 +8,31 @@ labels stay readable. Cells significant after Benjamini–Hochberg are marked wi
 from __future__ import annotations
 
 import io
+from types import ModuleType
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")  # headless: the report is written to files
-import matplotlib.lines  # noqa: E402
-import matplotlib.patches  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.colors import TwoSlopeNorm  # noqa: E402
-
-from vignette_bench.eval.analysis.verdicts import CONFOUNDED, NOT_ROBUST  # noqa: E402
-from vignette_bench.eval.analysis.verdicts import Q as SIG_Q  # noqa: E402, F401  (one significance level everywhere)
+from vignette_bench.eval.analysis.verdicts import CONFOUNDED, NOT_ROBUST
+from vignette_bench.eval.analysis.verdicts import Q as SIG_Q  # noqa: F401  (one significance level everywhere)
 
 ROW_INCH = 0.17  # per identity row; 167 rows -> ~29 in, labels at 7 pt stay apart
 COL_INCH = 0.28
 LABEL_PT = 7
 DIVERGING = "RdBu_r"  # red = more often chosen / more positive, blue = less
+
+
+def pyplot() -> ModuleType:
+    """matplotlib's pyplot on the headless Agg backend, imported on first use: importing matplotlib costs about
+    0.4 s of CPU, which a report drawn with `--figures none` (or only SVG figures) does not need to pay."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless: the report is written to files
+    import matplotlib.lines
+    import matplotlib.patches
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def _size(n_rows: int, n_cols: int, min_w: float = 5.0) -> tuple[float, float]:
@@ -53,7 +60,7 @@ def to_png(fig, dpi: int = 100) -> bytes:
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)  # constrained layout, so one draw (no bbox_inches="tight")
-    plt.close(fig)
+    pyplot().close(fig)
     img = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
     out = io.BytesIO()
     img.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(out, format="PNG", optimize=True)
@@ -82,6 +89,10 @@ def heatmap(
     ``counts``: the answers each cell rests on; a cell with fewer than ``min_count`` is hatched grey
     (its colour would show noise), and small heatmaps print every cell's count.
     """
+    plt = pyplot()
+    import matplotlib
+    from matplotlib.colors import TwoSlopeNorm
+
     n_rows, n_cols = values.shape
     fig, ax = plt.subplots(figsize=_size(n_rows, n_cols, min_width), layout="constrained")
     arr = values.to_numpy(dtype=float)
@@ -137,6 +148,7 @@ def rate_bars(
 ) -> bytes:
     """Points with 95% intervals, one row per label; ``ref`` draws the no-bias line."""
     table = table.reset_index(drop=True)
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, max(2.8, 1.2 + 0.32 * len(table))), layout="constrained")
     y = np.arange(len(table))
     v = table[value].astype(float).to_numpy()
@@ -189,6 +201,9 @@ def consistency(
 def model_comparison(table: pd.DataFrame, *, title: str) -> bytes:
     """table: paradigm, dimension, model, value, low, high (noise-corrected bias magnitude and its 95% CI, pp);
     one panel per paradigm, 3 per row; every estimate is drawn with its interval (a wide interval is not bias)."""
+    plt = pyplot()
+    import matplotlib
+
     paradigms = list(dict.fromkeys(table["paradigm"]))
     models = list(dict.fromkeys(table["model"]))
     ncols = min(3, len(paradigms))
@@ -263,7 +278,7 @@ def forest(rows: pd.DataFrame, *, min_effect: float, title: str) -> bytes:
     possible range), marked by verdict (colour and shape); zero line; the band |effect| < min_effect shaded."""
     rows = rows.reset_index(drop=True)
     n = len(rows)
-    fig, ax = plt.subplots(figsize=(5.6, 1.25 + 0.24 * n), layout="constrained")
+    fig, ax = pyplot().subplots(figsize=(5.6, 1.25 + 0.24 * n), layout="constrained")
     y = np.arange(n)
     edges = [abs(float(x)) for x in (*rows["lo"], *rows["hi"]) if np.isfinite(float(x))]
     half = max([min_effect * 1.5, *edges]) * 1.08

@@ -214,9 +214,28 @@ def _choice_inputs(rows: pd.DataFrame, context: pd.Series, by_image: bool = Fals
     )
 
 
-def _call(name: str, inputs: pd.DataFrame, **options) -> dict:
+def _measure_input(inputs: pd.DataFrame) -> pd.DataFrame:
     cols = [c for c in inputs.columns if c != "dimension" and inputs[c].notna().any()]
-    return metric(name).compute(data=inputs[cols].reset_index(drop=True), **options)
+    return inputs[cols].reset_index(drop=True)
+
+
+def _call(name: str, inputs: pd.DataFrame, **options) -> dict:
+    return metric(name).compute(data=_measure_input(inputs), **options)
+
+
+def _counted_summary(name: str, inputs: pd.DataFrame) -> dict:
+    """The counting summary of measure `name` over these inputs (refusal rate, left-choice rate, their CIs and
+    binomial p), without its per-identity tests: `Measure.compute` returns this same `CountStore.summary()`
+    under its tests' keys, so the numbers are identical, at the cost of the counting alone. A family's rates
+    span its dimensions, whose tests (BH, working icc) are per dimension and computed there."""
+    from vignette_bench.stats.arrow_input import table_from
+    from vignette_bench.stats.counts import CountStore
+
+    measure = metric(name)
+    store = CountStore(measure.CELL_KEYS + measure.TEST_KEYS, measure.WANTED_COLUMNS)
+    for table in table_from(_measure_input(inputs), measure.WANTED_COLUMNS):
+        store.add_table(table)
+    return store.summary()
 
 
 @dataclass
@@ -389,8 +408,7 @@ def compute(frame: pd.DataFrame, model: str = "", detail: bool = True) -> Number
     parts: dict[str, list[pd.DataFrame]] = {k: [] for k in EMPTY}
     rates, design = [], []
     for family, inputs in family_inputs(frame).items():
-        sf_all = _call("selection_frequency", inputs)
-        s = sf_all["summary"]
+        s = _counted_summary("selection_frequency", inputs)
         lo_i, hi_i = s.get("invalid_rate_ci") or (None, None)
         lo_l, hi_l = s.get("left_choice_ci") or (None, None)
         rates.append(

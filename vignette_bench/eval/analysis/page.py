@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
+# what a section says in place of the figures `vignette report --figures` left out
+NOT_DRAWN = "figures not drawn in this report (`vignette report --figures all` draws them)"
+
 
 @dataclass(frozen=True)
 class Figure:

@@ -9,7 +9,7 @@ from vignette_bench.eval.analysis import figures as F
 from vignette_bench.eval.analysis import findings as FD
 from vignette_bench.eval.analysis.names import label_for, record_line, run_label, scrub
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, Numbers, compute, one_variant
-from vignette_bench.eval.analysis.page import Figure, Section, fig_name
+from vignette_bench.eval.analysis.page import NOT_DRAWN, Figure, Section, fig_name
 from vignette_bench.eval.analysis.verdicts import (  # noqa: F401  (re-exported: tests and benchmarks import them here)
     BIAS_VERDICTS,
     CONFOUNDED,
@@ -23,7 +23,6 @@ from vignette_bench.eval.report.arguments import FIGURES
 from vignette_bench.eval.runs import Run, index_digest, is_simulated, missing_paradigms, placeholder_renders
 
 Q = F.SIG_Q
-NOT_DRAWN = "figures not drawn in this report (`vignette report --figures all` draws them)"
 
 
 def _order(dimension_identities: pd.Series) -> list[str]:
@@ -626,10 +625,7 @@ def run_comparisons(groups: dict[str, list[Run]], frames: dict[str, pd.DataFrame
     for other in others:
         shared = digests(groups[first]) == digests(groups[other])
         c = compare_frames(frames[first], frames[other], first, other, shared_clusters=shared)
-        section = identity_comparison(c, level=3)
-        if not draw and section.figures:
-            section.figures = []
-            section.notes.append(NOT_DRAWN)
+        section = identity_comparison(c, level=3, draw=draw)
         section.anchor = fig_name("compare", first, other)
         out.append(section)
     return out
