@@ -198,7 +198,10 @@ def rates_section(n: Numbers, draw: bool = True) -> Section:
         s.paragraphs.append(
             "How each family was tested. *Detectable effect*: the effect (pp from chance; factuality: from the other "
             "identities' accuracy; stereotype: polarity) a test finds with 80% power at α = 0.05 at this run's size, "
-            "median over identities — smaller true biases are likely missed. *Magnitude*: noise-corrected RMS of the "
+            "median over identities — smaller true biases are likely missed. It comes from the design (offers, "
+            "sides, clusters), with every answer at chance and independent, not from how much the answers varied: "
+            "a model that always answers alike gets the same number as a random one, and answers that agree "
+            "within a cluster make the real one larger (vignette_bench/eval/analysis/power.py). *Magnitude*: noise-corrected RMS of the "
             "identities' effects (pp; ≈ 0 for an unbiased model at any size) with its 95% CI. *Refusal p*: are "
             "refusal rates the same across identities (cluster permutation test)? A small p means refusals are not "
             "missing at random and the verdicts table says whether each verdict survives the refusal bounds. "
