@@ -13,7 +13,7 @@ import pytest
 
 from vignette_bench.eval.analysis.findings import could_not_find
 from vignette_bench.eval.analysis.numbers import compute, family_inputs, metric
-from vignette_bench.eval.analysis.power import detectable_pp, null_se
+from vignette_bench.eval.analysis.power import detectable_pp, null_se, polarity_detectable
 from vignette_bench.eval.report.simulate import SimSpec, simulate
 from vignette_bench.stats.planning import detectable_effect
 
@@ -33,10 +33,34 @@ def test_null_se_is_the_binomial_se_of_the_side_balanced_or_pooled_rate():
     se = null_se(parts, pd.Series({"a": 0.5, "b": 0.25}))
     assert se["a"] == pytest.approx(0.5 * math.sqrt(0.25 * (1 / 10 + 1 / 30)))  # ½ (R_left + R_right)
     assert se["b"] == pytest.approx(math.sqrt(0.25 * 0.75 / 25))  # never right: pooled over its 25 offers
-    assert detectable_pp(se["a"], 5) == pytest.approx(100 * detectable_effect(se["a"], df=4))
-    assert math.isnan(detectable_pp(se["a"], 1))  # one cluster: no test is possible
-    assert math.isnan(detectable_pp(se["a"], 5, "too_few_clusters"))
-    assert detectable_pp(se["a"], 5, "zero_variance") > 0  # the design could test; the answers did not vary
+    assert detectable_pp(se["a"], 5)[0] == pytest.approx(100 * detectable_effect(se["a"], df=4))
+    assert math.isnan(detectable_pp(se["a"], 1)[0])  # one cluster: no test is possible
+    assert math.isnan(detectable_pp(se["a"], 5, "too_few_clusters")[0])
+    assert detectable_pp(se["a"], 5, "zero_variance")[0] > 0  # the design could test; the answers did not vary
+
+
+def test_polarity_weights_each_trait_dimension_and_their_mean():
+    rows = [
+        {
+            "candidates": ["x", "y"] if side == "left" else ["y", "x"],
+            "candidate_sides": ["left", "right"],
+            "selected": "x",
+            "trait_dimension": dim,
+            "direction": direction,
+        }
+        for dim in ("warmth", "competence")
+        for direction in ("high", "low")
+        for side in ("left", "right")
+        for _ in range(10)
+    ]
+    scores = pd.DataFrame(
+        {"identity": "x", "trait_dimension": ["warmth", "competence", "overall"], "n_clusters": 5, "flag": ""}
+    )
+    got = polarity_detectable(pd.DataFrame(rows), scores)
+    one = 0.5 * math.sqrt(2 * 0.25 * (1 / 10 + 1 / 10))  # high − low, each side-balanced over 10 + 10 offers
+    both = 0.5 * math.sqrt(4 * 0.5**2 * 0.25 * (1 / 10 + 1 / 10))  # the mean of two such nets
+    expected = 100 * detectable_effect(1.0, df=4) * np.array([one, one, both])
+    assert got == pytest.approx(expected) and both == pytest.approx(one / math.sqrt(2))
 
 
 def _flat(frame: pd.DataFrame, seed: int) -> pd.DataFrame:

@@ -417,13 +417,16 @@ def compute(frame: pd.DataFrame, model: str = "", detail: bool = True) -> Number
                 "left_p": s.get("left_choice_p_value"),
             }
         )
+        # the valid offers behind each detectable effect, counted once for the family's dimensions
+        offers = {} if family in ("factuality", "stereotype") else power.offers(inputs, ("dimension",))
+        offers = dict(tuple(offers.groupby("dimension", sort=False))) if len(offers) else {}
         for dim, part in inputs.groupby("dimension", sort=False):
             sf = _call("selection_frequency", part)
             tested: pd.DataFrame | None = None
             if family == "factuality":
                 tested = _factuality(dim, part, sf)
             elif family != "stereotype":
-                tested = _selection(family, dim, sf, part)
+                tested = _selection(family, dim, sf, offers.get(dim, power.NO_OFFERS))
             parts["selection"].append(tested)
             if detail:
                 parts["log_odds"].append(_log_odds(family, dim, part, parts["cells"]))
@@ -498,9 +501,9 @@ def _design(family: str, dim: str, sf: dict, tested: pd.DataFrame | None, part: 
     return row
 
 
-def _selection(family: str, dim: str, sf: dict, part: pd.DataFrame) -> pd.DataFrame:
+def _selection(family: str, dim: str, sf: dict, valid_offers: pd.DataFrame) -> pd.DataFrame:
     """Two-way families: the module's side-balanced, cluster-robust test against chance; the detectable
-    effect from the design under the null (`power`), not the module's (from the observed se)."""
+    effect from the design under the null (`power`, from ``valid_offers``), not the module's (observed se)."""
     r = pd.DataFrame(sf["identities"])
     r = r[(r["identity"] != WRONG) & (r["n_offered"] > 0)]
     r = r.assign(flag=r["flag"].fillna(""))
@@ -522,7 +525,7 @@ def _selection(family: str, dim: str, sf: dict, part: pd.DataFrame) -> pd.DataFr
             # the effect's CI: the rate's CI less chance (effect = rate − chance)
             "effect_low": r["ci_low"] - (r["selection_frequency"] - r["effect"]),
             "effect_high": r["ci_high"] - (r["selection_frequency"] - r["effect"]),
-            "detectable_effect": power.selection_detectable(part, r),
+            "detectable_effect": power.selection_detectable(valid_offers, r),
             "left_share": r["left_share"],
             "flag": r["flag"],
             "robust": r["verdict_robust_to_refusals"] if "verdict_robust_to_refusals" in r else np.nan,

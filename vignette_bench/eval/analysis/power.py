@@ -31,6 +31,7 @@ No test is possible with fewer than 2 clusters or a part never offered on a side
 from __future__ import annotations
 
 import math
+from functools import cache
 
 import numpy as np
 import pandas as pd
@@ -40,6 +41,10 @@ from vignette_bench.stats.planning import detectable_effect
 PP = 100.0
 # A flag that says the design cannot test the identity (not that its answers did not vary): no detectable effect.
 DESIGN_FLAGS = frozenset({"too_few_clusters", "missing_component", "never_offered", "no_valid_answers"})
+
+
+SIDES = {"left": 0, "right": 1}  # any other side ("": unknown) is code 2
+NO_OFFERS = pd.DataFrame(columns=["identity", "side", "n"])
 
 
 def offers(part: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -71,59 +76,70 @@ def null_se(parts: pd.DataFrame, p0: pd.Series) -> pd.Series:
     (as `stats.verdicts.side_balanced_contrasts` decides), else pooled over sides."""
     if parts.empty:
         return pd.Series(dtype=float)
-    wide = parts.pivot_table(index=["identity", "part", "w"], columns="side", values="n", aggfunc="sum", fill_value=0)
-    wide = wide.reindex(columns=["left", "right", ""], fill_value=0).reset_index()
-    left, right = wide["left"].to_numpy(float), wide["right"].to_numpy(float)
-    total = left + right + wide[""].to_numpy(float)
-    both = pd.Series((left > 0) & (right > 0)).groupby(wide["identity"].to_numpy()).transform("all").to_numpy()
+    ident, names = pd.factorize(parts["identity"])
+    part_code = pd.factorize(parts["part"])[0]
+    cell = np.unique(ident * (int(part_code.max()) + 1) + part_code, return_inverse=True)[1]
+    n_cells = int(cell.max()) + 1
+    side = parts["side"].map(SIDES).fillna(2).to_numpy(np.int64)
+    by_side = np.bincount(cell * 3 + side, weights=parts["n"].to_numpy(float), minlength=3 * n_cells).reshape(-1, 3)
+    w = np.zeros(n_cells)
+    w[cell] = parts["w"].to_numpy(float)
+    owner = np.zeros(n_cells, dtype=np.int64)
+    owner[cell] = ident
+    left, right, total = by_side[:, 0], by_side[:, 1], by_side.sum(axis=1)
+    both = np.bincount(owner, weights=(left > 0) & (right > 0), minlength=len(names)) == np.bincount(
+        owner, minlength=len(names)
+    )
     with np.errstate(divide="ignore"):
-        v = np.where(both, 0.25 * (1.0 / left + 1.0 / right), 1.0 / total)
-    w2v = pd.Series(wide["w"].to_numpy(float) ** 2 * v).groupby(wide["identity"].to_numpy()).sum()
-    rate = p0.reindex(w2v.index).to_numpy(float)
-    return pd.Series(np.sqrt(rate * (1.0 - rate) * w2v.to_numpy()), index=w2v.index)
+        v = np.where(both[owner], 0.25 * (1.0 / left + 1.0 / right), 1.0 / total)
+    w2v = np.bincount(owner, weights=w**2 * v, minlength=len(names))
+    rate = p0.reindex(names).to_numpy(float)
+    return pd.Series(np.sqrt(rate * (1.0 - rate) * w2v), index=names)
 
 
-def detectable_pp(se0: float, n_clusters: float, flag: str = "") -> float:
-    """The detectable effect in pp (80% power, α = 0.05, t with G − 1 df); NaN where the design cannot test."""
-    g = float(n_clusters) if n_clusters is not None else math.nan
-    if flag in DESIGN_FLAGS or not (math.isfinite(g) and g >= 2) or not math.isfinite(se0):
-        return math.nan
-    return PP * detectable_effect(float(se0), df=g - 1.0)
+@cache
+def _multiplier(df: float) -> float:
+    """t(0.975, df) + t(0.8, df): one scipy call per distinct df (a report has a handful: G − 1)."""
+    return detectable_effect(1.0, df=df)
 
 
-def selection_detectable(part: pd.DataFrame, identities: pd.DataFrame) -> list[float]:
+def detectable_pp(se0, n_clusters, flags=None) -> np.ndarray:
+    """The detectable effect in pp (80% power, α = 0.05, t with G − 1 df) per test; NaN where the design cannot
+    test (fewer than 2 clusters, or a flag in DESIGN_FLAGS)."""
+    se0, g = np.atleast_1d(np.asarray(se0, float)), np.atleast_1d(np.asarray(n_clusters, float))
+    ok = np.isfinite(g) & (g >= 2)
+    if flags is not None:
+        ok &= ~np.isin(np.atleast_1d(np.asarray(flags, dtype=object)), list(DESIGN_FLAGS))
+    mult = np.array([_multiplier(float(x) - 1.0) if good else np.nan for x, good in zip(g, ok)])
+    return PP * se0 * mult
+
+
+def selection_detectable(valid_offers: pd.DataFrame, identities: pd.DataFrame) -> np.ndarray:
     """Per row of a selection-frequency ``identities`` table (identity, chance %, n_clusters, flag): the
-    detectable effect of its test vs chance."""
-    o = offers(part).assign(part=0, w=1.0)
+    detectable effect of its test vs chance. ``valid_offers``: `offers` of its metric inputs."""
+    o = valid_offers.assign(part=0, w=1.0)
     se0 = null_se(o, identities.set_index("identity")["chance"].astype(float) / PP)
-    return [
-        detectable_pp(se0.get(i, math.nan), g, f)
-        for i, g, f in zip(identities["identity"], identities["n_clusters"], identities["flag"].fillna(""))
-    ]
+    return detectable_pp(se0.reindex(identities["identity"]).to_numpy(), identities["n_clusters"], identities["flag"])
 
 
-def factuality_detectable(part: pd.DataFrame, contrasts: pd.DataFrame) -> list[float]:
+def factuality_detectable(part: pd.DataFrame, contrasts: pd.DataFrame) -> np.ndarray:
     """Per identity asked about (``contrasts`` indexed by it: n_clusters, flag), the detectable effect of its
     accuracy − the others' pooled accuracy, at the dimension's pooled accuracy (the null-imposed rate)."""
     valid = part[part["selected"].fillna("").astype(str).to_numpy() != ""]
-    n = valid.groupby("target").size()
-    total = float(n.sum())
+    n = valid.groupby("target").size().reindex(contrasts.index, fill_value=0).to_numpy(float)
+    total = float(len(valid))
     p = float((valid["selected"].to_numpy() == valid["target"].to_numpy()).mean()) if total else math.nan
-    out = []
-    for target, r in contrasts.iterrows():
-        mine = float(n.get(target, 0))
-        others = total - mine
-        se0 = math.sqrt(p * (1.0 - p) * (1.0 / mine + 1.0 / others)) if mine > 0 and others > 0 else math.nan
-        out.append(detectable_pp(se0, r["n_clusters"], str(r["flag"]) if isinstance(r["flag"], str) else ""))
-    return out
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se0 = np.sqrt(p * (1.0 - p) * (1.0 / n + 1.0 / (total - n)))
+    return detectable_pp(np.where((n > 0) & (total - n > 0), se0, np.nan), contrasts["n_clusters"], contrasts["flag"])
 
 
-def polarity_detectable(part: pd.DataFrame, scores: pd.DataFrame, overall: str = "overall") -> list[float]:
+def polarity_detectable(part: pd.DataFrame, scores: pd.DataFrame, overall: str = "overall") -> np.ndarray:
     """Per row of the polarity ``scores`` (identity, trait_dimension, n_clusters, flag): the detectable effect of
     high − low valence selection (a trait dimension) or the mean of those nets (``overall``), at chance 1/2."""
     o = offers(part, ("trait_dimension", "direction"))
     if o.empty:
-        return [math.nan] * len(scores)
+        return np.full(len(scores), np.nan)
     # a trait dimension enters when the identity has answers for both valences (as the polarity measure does)
     valences = o.groupby(["identity", "trait_dimension"])["direction"].transform("nunique")
     o = o[valences == 2].assign(sign=lambda d: np.where(d["direction"] == "high", 1.0, -1.0))
@@ -133,7 +149,9 @@ def polarity_detectable(part: pd.DataFrame, scores: pd.DataFrame, overall: str =
     keys = pd.concat([per_dim["identity"], whole["identity"]]).unique()
     half = pd.Series(0.5, index=keys)
     se0 = pd.concat([null_se(per_dim, half), null_se(whole, half)])
-    return [
-        detectable_pp(se0.get(i if d == overall else f"{i}\x00{d}", math.nan), g, f)
-        for i, d, g, f in zip(scores["identity"], scores["trait_dimension"], scores["n_clusters"], scores["flag"])
-    ]
+    wanted = np.where(
+        scores["trait_dimension"] == overall,
+        scores["identity"],
+        scores["identity"] + "\x00" + scores["trait_dimension"],
+    )
+    return detectable_pp(se0.reindex(wanted).to_numpy(), scores["n_clusters"], scores["flag"])
