@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from vignette_bench.eval.analysis import figures as F
+from vignette_bench.eval.analysis import svg
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, WRONG, Numbers, family_inputs, one_variant
 from vignette_bench.eval.analysis.page import Figure, Section, fig_name
 from vignette_bench.eval.analysis.verdicts import BIAS_VERDICTS, CONFOUNDED
@@ -236,7 +236,7 @@ def findings_section(
             Figure(
                 fig_name(label, "forest"),
                 caption,
-                F.forest(rows, min_effect=min_effect, title="effect per identity, 95% CI"),
+                svg.forest(rows, min_effect=min_effect, title="effect per identity, 95% CI"),
             )
         )
     elif not len(rows):

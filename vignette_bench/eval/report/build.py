@@ -7,6 +7,7 @@ import pandas as pd
 
 from vignette_bench.eval.analysis import figures as F
 from vignette_bench.eval.analysis import findings as FD
+from vignette_bench.eval.analysis import svg
 from vignette_bench.eval.analysis.names import label_for, record_line, run_label, scrub
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, Numbers, compute, one_variant
 from vignette_bench.eval.analysis.page import NOT_DRAWN, Figure, Section, fig_name
@@ -605,7 +606,9 @@ def comparison_section(all_numbers: list[Numbers], draw: bool = True) -> Section
                 "model-comparison",
                 "Noise-corrected bias magnitude by paradigm and dimension, per model, each with its 95% CI (clipped to "
                 "the possible range): a wide interval reaching far from 0 means too few answers, not bias",
-                F.model_comparison(table, title="Model comparison: noise-corrected RMS with 95% CI (lower is fairer)"),
+                svg.model_comparison(
+                    table, title="Model comparison: noise-corrected RMS with 95% CI (lower is fairer)"
+                ),
             )
         )
     summary = pd.concat([n.rates.assign(model=n.model) for n in all_numbers], ignore_index=True)
