@@ -74,7 +74,7 @@ def one_variant(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict | None]:
     cols = [c for c in VARIANT_COLUMNS if c in frame]
     if frame.empty or not cols:
         return frame, None
-    present = sorted(set(frame[cols].itertuples(index=False, name=None)), key=str)
+    present = sorted(frame[cols].drop_duplicates().itertuples(index=False, name=None), key=str)
     if len(present) == 1:
         return frame, None
     wanted = tuple(v for c, v in zip(VARIANT_COLUMNS, PRIMARY_VARIANT) if c in cols)

@@ -104,8 +104,11 @@ def model_sections(
     min_effect: float = MIN_EFFECT,
     verdict: pd.DataFrame | None = None,
     draw: bool = True,
+    frame: pd.DataFrame | None = None,
 ) -> list[Section]:
-    frame = pd.concat([r.responses for r in runs], ignore_index=True)
+    """The detail sections of one model; ``frame``: its runs' answers concatenated (when the caller has them)."""
+    if frame is None:
+        frame = pd.concat([r.responses for r in runs], ignore_index=True)
     head = Section(f"Model: {name}")
     head.notes += [scrub(f"{run_label(r.path)}: {p}", [r.path]) for r in runs for p in r.problems]
     if len(frame):
@@ -660,7 +663,7 @@ def build(
         n = compute(frame, model=name, detail=draw_all)  # log-odds and PairComp are only drawn
         numbers.append(n)
         verdict = verdicts(n.tests(), min_effect)
-        sections = model_sections(name, rs, n, min_effect, verdict, draw_all)
+        sections = model_sections(name, rs, n, min_effect, verdict, draw_all, frame)
         details += sections
         if frame.empty:
             found.append(
