@@ -418,15 +418,16 @@ def compute(frame: pd.DataFrame, model: str = "", detail: bool = True) -> Number
             }
         )
         # the valid offers behind each detectable effect, counted once for the family's dimensions
-        offers = {} if family in ("factuality", "stereotype") else power.offers(inputs, ("dimension",))
-        offers = dict(tuple(offers.groupby("dimension", sort=False))) if len(offers) else {}
+        offers: dict[str, pd.DataFrame] = {}
+        if family not in ("factuality", "stereotype"):
+            offers = {str(d): o for d, o in power.offers(inputs, ("dimension",)).groupby("dimension", sort=False)}
         for dim, part in inputs.groupby("dimension", sort=False):
             sf = _call("selection_frequency", part)
             tested: pd.DataFrame | None = None
             if family == "factuality":
                 tested = _factuality(dim, part, sf)
             elif family != "stereotype":
-                tested = _selection(family, dim, sf, offers.get(dim, power.NO_OFFERS))
+                tested = _selection(family, dim, sf, offers.get(str(dim), power.NO_OFFERS))
             parts["selection"].append(tested)
             if detail:
                 parts["log_odds"].append(_log_odds(family, dim, part, parts["cells"]))
