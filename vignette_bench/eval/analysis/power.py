@@ -21,10 +21,14 @@ clusters per identity can detect nothing. se0 depends only on the design (how of
 offered, on which side, in how many clusters), not on the answers: two models asked the same questions
 get the same detectable effect.
 
-A floor, on purpose: answers that agree within a cluster (a render answered alike) and the test's
-Bell–McCaffrey df (at most G − 1) both make the test's real detectable effect larger, so "could not
-have found effects smaller than this" stays true. For a random responder (independent answers at
-chance) se0 is the test's se up to sampling noise: the numbers match the observed-se ones on average.
+A floor with respect to clustering: answers that agree within a cluster (a render answered alike) and
+the test's Bell–McCaffrey df (at most G − 1) both make the test's real detectable effect larger, so
+"could not have found effects smaller than this" stays true. Not with respect to position bias: a model
+with a side preference answers each side at a rate away from p0, whose binomial variance is smaller, so
+its real se can be below se0 (at the extreme, always-left answers have no variance and no test). se0 is
+the design's se for a responder without side preference. For a random responder (independent answers at
+chance) se0 is the test's se up to sampling noise: the numbers match the observed-se ones on average
+(tests/eval/report/test_detectable.py).
 No test is possible with fewer than 2 clusters or a part never offered on a side it needs: NaN.
 """
 
