@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ from PIL import Image
 
 from vignette_bench.cli import main as vignette
 from vignette_bench.eval.analysis import figures as F
+from vignette_bench.eval.analysis import svg
 from vignette_bench.eval.analysis.findings import clip_interval, direction_words, forest_rows
 from vignette_bench.eval.analysis.names import base_name, model_label, parse_labels, scrub
 from vignette_bench.eval.report.command import make_report
@@ -101,11 +103,11 @@ def test_the_page_opens_with_findings_and_hides_the_rest(two_runs, tmp_path):
     ids = set(re.findall(r'id="([^"]+)"', html))
     assert {a for a in re.findall(r'href="#([^"]+)"', findings)} <= ids
     # the default draws the findings' figures only: one forest plot per model and the model comparison
-    figs = sorted(p.name for p in (tmp_path / "out" / "figures").glob("*.png"))
-    assert figs == [
-        "model-comparison.png",
-        "reference-uniform-random-simulated-forest.png",
-        "the-null-model-forest.png",
+    figs = sorted(p.name for p in (tmp_path / "out" / "figures").glob("*"))
+    assert figs == [  # SVG, drawn without matplotlib
+        "model-comparison.svg",
+        "reference-uniform-random-simulated-forest.svg",
+        "the-null-model-forest.svg",
     ]
     assert all(re.search(r'<img alt="[^"]{20,}"', f) for f in re.findall(r"<img[^>]*>", html))
     text = (tmp_path / "out" / "findings.txt").read_text()
@@ -117,12 +119,12 @@ def test_the_page_opens_with_findings_and_hides_the_rest(two_runs, tmp_path):
 def test_figures_option(two_runs, tmp_path):
     planted, _ = two_runs
     assert vignette(["report", str(planted), "--out", str(tmp_path / "none"), "--figures", "none"]) == 0
-    assert not list((tmp_path / "none" / "figures").glob("*.png"))
+    assert not list((tmp_path / "none" / "figures").glob("*"))
     assert "<img" not in (tmp_path / "none" / "report.html").read_text()
     assert vignette(["report", str(planted), "--out", str(tmp_path / "all"), "--figures", "all"]) == 0
-    names = {p.name for p in (tmp_path / "all" / "figures").glob("*.png")}
+    names = {p.name for p in (tmp_path / "all" / "figures").glob("*")}
     assert any(n.endswith("paircomp.png") for n in names) and any(n.endswith("selection.png") for n in names)
-    assert all(re.fullmatch(r"[a-z0-9-]+\.png", n) for n in names)
+    assert all(re.fullmatch(r"[a-z0-9-]+\.(png|svg)", n) for n in names)
     assert vignette(["report", str(planted), "--out", str(tmp_path / "x"), "--label", "oops"]) == 2
 
 
@@ -149,8 +151,33 @@ def test_model_comparison_draws_every_estimate_with_its_interval():
             "bound": [100.0, 100.0],
         }
     )
-    img = np.asarray(Image.open(io.BytesIO(F.model_comparison(table, title="t"))).convert("RGB"))
-    assert img.shape[1] > 300
+    doc = ET.fromstring(svg.model_comparison(table, title="t"))
+    ns = "{http://www.w3.org/2000/svg}"
+    lines = [e for e in doc.iter(f"{ns}line") if e.get("class") == "interval"]
+    assert len(lines) == 2  # both estimates with their intervals
+    (wide,) = [e for e in lines if e.get("stroke") == svg.OKABE_ITO[0]]
+    (narrow,) = [e for e in lines if e.get("stroke") == svg.OKABE_ITO[1]]
+    x0, x1 = float(wide.get("x1")), float(wide.get("x2"))
+    assert (x1 - x0) / (float(narrow.get("x2")) - float(narrow.get("x1"))) == pytest.approx(89.3 / 4.0, rel=0.02)
+    assert float(doc.get("width")) > 300 and doc.find(f"{ns}title").text == "t"
+
+
+def test_forest_plot_marks_verdicts_by_shape_and_draws_every_interval():
+    rows = pd.DataFrame(
+        {
+            "label": ["a (religion) · decision", "b (religion) · decision", "c (age) · stereotype"],
+            "effect": [20.0, -15.0, 1.0],
+            "lo": [10.0, -50.0, -30.0],
+            "hi": [30.0, -2.0, 32.0],
+            "verdict": ["bias +", "bias −", "no evidence of bias"],
+        }
+    )
+    doc = ET.fromstring(svg.forest(rows, min_effect=5.0, title="effect per identity, 95% CI"))
+    ns = "{http://www.w3.org/2000/svg}"
+    assert len([e for e in doc.iter(f"{ns}line") if e.get("class") == "interval"]) == 3
+    texts = [e.text for e in doc.iter(f"{ns}text")]
+    assert {"bias +", "bias −", "no evidence of bias", "a (religion) · decision"} <= set(texts)
+    assert len(list(doc.iter(f"{ns}polygon"))) == 4  # triangles up and down, in the plot and the legend
 
 
 def test_trait_counts_and_a_page_without_findings_keeps_its_sections_open(tmp_path):

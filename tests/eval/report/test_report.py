@@ -107,11 +107,12 @@ def test_report_writes_markdown_and_a_self_contained_page(planted, tmp_path):
         "minimum effect 5 pp",
     ):
         assert section in text
-    figs = re.findall(r"\]\((figures/[^)]+\.png)\)", text)
-    assert figs and all((tmp_path / "out" / f).is_file() for f in figs)
+    figs = re.findall(r"\]\((figures/[^)]+\.(png|svg))\)", text)
+    assert figs and all((tmp_path / "out" / f).is_file() for f, _ in figs)
     html = page.read_text()
     srcs = re.findall(r'src="([^"]+)"', html)
-    assert len(srcs) == len(figs) and all(s.startswith("data:image/png;base64,") for s in srcs)
+    mime = {"png": "image/png", "svg": "image/svg+xml"}
+    assert [s.split(";")[0] for s in srcs] == [f"data:{mime[kind]}" for _, kind in figs]
     assert "simulated responses" in html  # the run says it is a simulation
     assert "muslim" in text
 
@@ -303,7 +304,7 @@ def test_empty_run_says_what_is_missing(tmp_path):
     md, page = make_report([_empty_run(tmp_path / "empty")], tmp_path / "out")
     text = md.read_text()
     assert "no rows" in text and "run.json" in text
-    assert "![" not in text and not list((tmp_path / "out" / "figures").glob("*.png"))
+    assert "![" not in text and not list((tmp_path / "out" / "figures").glob("*"))
 
 
 def test_partial_run_names_missing_paradigms(tmp_path):
@@ -381,7 +382,7 @@ def test_two_models_get_a_comparison(tmp_path):
     other = write_run(tmp_path / "other", SimSpec(seed=9, model_id="reference/other", **tiny))
     text = make_report([one, other], tmp_path / "out")[0].read_text()
     assert "Model comparison" in text and "reference/other" in text
-    assert (tmp_path / "out" / "figures" / "model-comparison.png").is_file()
+    assert (tmp_path / "out" / "figures" / "model-comparison.svg").is_file()
 
 
 def test_report_on_a_real_runner_run(tmp_path):

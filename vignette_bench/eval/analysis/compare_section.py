@@ -3,23 +3,18 @@ delta is significant, the unmatched ones, and one delta plot per family."""
 
 from __future__ import annotations
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from vignette_bench.eval.analysis.compare import Comparison  # noqa: E402
-from vignette_bench.eval.analysis.figures import LABEL_PT, to_png  # noqa: E402
-from vignette_bench.eval.analysis.page import Figure, Section, fig_name  # noqa: E402
+from vignette_bench.eval.analysis.compare import Comparison
+from vignette_bench.eval.analysis.figures import LABEL_PT, pyplot, to_png
+from vignette_bench.eval.analysis.page import NOT_DRAWN, Figure, Section, fig_name
 
 
 def delta_plot(ident: pd.DataFrame, label_a: str, label_b: str, title: str) -> bytes:
     """Deltas with 95% CIs, one row per identity (sorted by delta), dimensions as labels."""
     g = ident.sort_values("delta")
-    fig, ax = plt.subplots(figsize=(6.0, 0.8 + 0.22 * len(g)), layout="constrained")
+    fig, ax = pyplot().subplots(figsize=(6.0, 0.8 + 0.22 * len(g)), layout="constrained")
     y = np.arange(len(g))
     lo = np.clip(np.nan_to_num((g["delta"] - g["ci_low"]).to_numpy(float)), 0.0, None)  # no CI: no bar
     hi = np.clip(np.nan_to_num((g["ci_high"] - g["delta"]).to_numpy(float)), 0.0, None)
@@ -34,7 +29,8 @@ def delta_plot(ident: pd.DataFrame, label_a: str, label_b: str, title: str) -> b
     return to_png(fig)
 
 
-def comparison_section(c: Comparison, level: int = 2) -> Section:
+def comparison_section(c: Comparison, level: int = 2, draw: bool = True) -> Section:
+    """``draw``: False leaves the delta plots out (`vignette report --figures` other than all: not drawn at all)."""
     s = Section(f"Run comparison: {c.label_a} vs {c.label_b}", level=level)
     s.paragraphs.append(
         f"Delta = {c.label_a} − {c.label_b}, in percentage points of each identity's side-balanced selection "
@@ -61,6 +57,9 @@ def comparison_section(c: Comparison, level: int = 2) -> Section:
         s.notes.append(f"{len(c.unmatched)} identity-family result(s) were measured by one run only (not compared)")
         s.tables.append(("Measured by one run only", counts))
     for family, g in c.identities.groupby("family", sort=True):
+        if not draw:
+            s.notes.append(NOT_DRAWN)
+            break
         s.figures.append(
             Figure(
                 fig_name("compare", c.label_a, c.label_b, str(family)),

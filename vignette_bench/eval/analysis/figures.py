@@ -1,4 +1,5 @@
-"""Matplotlib figures for the report, drawn from tidy tables (never from raw responses).
+"""Matplotlib figures for the report's details (`--figures all`), drawn from tidy tables (never from raw
+responses); the findings' forest plots and the model comparison are SVG (vignette_bench/eval/analysis/svg.py).
 
 Every diverging colour scale is centred on "no bias" (50 % for a two-way choice, 0 for a
 difference or a log-odds); figure height grows with the number of rows so that 167 identity
@@ -8,19 +9,12 @@ labels stay readable. Cells significant after Benjamini–Hochberg are marked wi
 from __future__ import annotations
 
 import io
+from types import ModuleType
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")  # headless: the report is written to files
-import matplotlib.lines  # noqa: E402
-import matplotlib.patches  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.colors import TwoSlopeNorm  # noqa: E402
-
-from vignette_bench.eval.analysis.verdicts import CONFOUNDED, NOT_ROBUST  # noqa: E402
-from vignette_bench.eval.analysis.verdicts import Q as SIG_Q  # noqa: E402, F401  (one significance level everywhere)
+from vignette_bench.eval.analysis.verdicts import Q as SIG_Q  # noqa: F401  (one significance level everywhere)
 
 ROW_INCH = 0.17  # per identity row; 167 rows -> ~29 in, labels at 7 pt stay apart
 COL_INCH = 0.28
@@ -28,21 +22,23 @@ LABEL_PT = 7
 DIVERGING = "RdBu_r"  # red = more often chosen / more positive, blue = less
 
 
+def pyplot() -> ModuleType:
+    """matplotlib's pyplot on the headless Agg backend, imported on first use: importing matplotlib costs about
+    0.4 s of CPU, which a report drawn with `--figures none` (or only SVG figures) does not need to pay."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless: the report is written to files
+    import matplotlib.lines
+    import matplotlib.patches
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def _size(n_rows: int, n_cols: int, min_w: float = 5.0) -> tuple[float, float]:
     return max(min_w, 2.8 + COL_INCH * n_cols), max(3.2, 1.6 + ROW_INCH * n_rows)
 
 
-# Okabe–Ito: told apart with every common colour-vision deficiency
-OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
-VERDICT_STYLE = {  # colour, marker: the shape tells verdicts apart without colour
-    "bias +": ("#0072B2", "^"),
-    "bias −": ("#D55E00", "v"),
-    NOT_ROBUST: ("#CC79A7", "s"),
-    "below minimum effect": ("#E69F00", "D"),
-    "no evidence of bias": ("#777777", "o"),
-    CONFOUNDED: ("#56B4E9", "P"),
-    "not testable": ("#bbbbbb", "x"),
-}
 THIN_COLOUR = "#eeeeee"  # a cell resting on too few answers: hatched on this, not coloured
 MAX_ANNOTATED = 400  # heatmaps with at most this many cells print each cell's answer count
 
@@ -53,7 +49,7 @@ def to_png(fig, dpi: int = 100) -> bytes:
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)  # constrained layout, so one draw (no bbox_inches="tight")
-    plt.close(fig)
+    pyplot().close(fig)
     img = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
     out = io.BytesIO()
     img.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(out, format="PNG", optimize=True)
@@ -82,6 +78,10 @@ def heatmap(
     ``counts``: the answers each cell rests on; a cell with fewer than ``min_count`` is hatched grey
     (its colour would show noise), and small heatmaps print every cell's count.
     """
+    plt = pyplot()
+    import matplotlib
+    from matplotlib.colors import TwoSlopeNorm
+
     n_rows, n_cols = values.shape
     fig, ax = plt.subplots(figsize=_size(n_rows, n_cols, min_width), layout="constrained")
     arr = values.to_numpy(dtype=float)
@@ -137,6 +137,7 @@ def rate_bars(
 ) -> bytes:
     """Points with 95% intervals, one row per label; ``ref`` draws the no-bias line."""
     table = table.reset_index(drop=True)
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, max(2.8, 1.2 + 0.32 * len(table))), layout="constrained")
     y = np.arange(len(table))
     v = table[value].astype(float).to_numpy()
@@ -184,114 +185,3 @@ def consistency(
         row_notes=notes,
         min_width=7.0,
     )
-
-
-def model_comparison(table: pd.DataFrame, *, title: str) -> bytes:
-    """table: paradigm, dimension, model, value, low, high (noise-corrected bias magnitude and its 95% CI, pp);
-    one panel per paradigm, 3 per row; every estimate is drawn with its interval (a wide interval is not bias)."""
-    paradigms = list(dict.fromkeys(table["paradigm"]))
-    models = list(dict.fromkeys(table["model"]))
-    ncols = min(3, len(paradigms))
-    nrows = -(-len(paradigms) // ncols)
-    n_dims = table["dimension"].nunique()
-    fig, axes = plt.subplots(
-        nrows,
-        ncols,
-        figsize=(4.2 * ncols, (1.2 + 0.3 * n_dims * max(1, len(models) / 1.5)) * nrows + 0.8),
-        squeeze=False,
-        layout="constrained",
-    )
-    step = 0.8 / max(1, len(models))
-    for ax, par in zip(axes.flat, paradigms):
-        sub = table[table["paradigm"] == par]
-        dims = list(dict.fromkeys(sub["dimension"]))
-        for k, model in enumerate(models):
-            m = sub[sub["model"] == model].set_index("dimension").reindex(dims)
-            y = np.arange(len(dims)) - 0.4 + step * (k + 0.5)
-            v = m["value"].to_numpy(float)
-            lo = m["low"].to_numpy(float)
-            hi = m["high"].to_numpy(float)
-            colour = OKABE_ITO[k % len(OKABE_ITO)]
-            ok = np.isfinite(v)
-            ax.errorbar(
-                v[ok],
-                y[ok],
-                xerr=np.vstack([np.nan_to_num(v - lo)[ok], np.nan_to_num(hi - v)[ok]]).clip(min=0),
-                fmt="none",
-                ecolor=colour,
-                capsize=2,
-            )
-            # filled: the interval excludes 0 (some bias); hollow: it reaches 0 (indistinguishable from none)
-            clear = ok & (np.nan_to_num(lo, nan=0.0) > 0)
-            marker = "os^Dv"[k % 5]
-            ax.plot(
-                v[clear], y[clear], marker, color=colour, ms=5, ls="none", label=model if par == paradigms[0] else None
-            )
-            ax.plot(v[ok & ~clear], y[ok & ~clear], marker, color=colour, mfc="white", ms=5, ls="none")
-        ax.set_yticks(np.arange(len(dims)))
-        ax.set_yticklabels(dims, fontsize=LABEL_PT)
-        ax.set_ylim(len(dims) - 0.5, -0.5)
-        bound = float(sub["bound"].max()) if "bound" in sub else float(np.nanmax(sub["high"]))
-        ax.set_xlim(0, bound)  # fixed: the largest possible magnitude of the paradigm
-        ax.axvline(0, color="black", lw=0.8)
-        ax.set_title(par, fontsize=LABEL_PT + 3)
-        ax.set_xlabel("noise-corrected RMS, pp (95% CI); lower is fairer", fontsize=LABEL_PT)
-        ax.tick_params(labelsize=LABEL_PT)
-        ax.grid(axis="x", alpha=0.3)
-    for ax in list(axes.flat)[len(paradigms) :]:
-        ax.set_visible(False)
-    handles = [
-        matplotlib.lines.Line2D([], [], marker="os^Dv"[k % 5], color=OKABE_ITO[k % len(OKABE_ITO)], ls="none", ms=5)
-        for k in range(len(models))
-    ]
-    fig.legend(
-        handles,
-        [*models],
-        loc="outside lower center",
-        ncol=min(3, len(models)),
-        fontsize=LABEL_PT + 1,
-        frameon=False,
-        title="filled: 95% CI excludes 0 · hollow: indistinguishable from no bias",
-        title_fontsize=LABEL_PT + 1,
-    )
-    fig.suptitle(title, fontsize=LABEL_PT + 4)
-    return to_png(fig)
-
-
-def forest(rows: pd.DataFrame, *, min_effect: float, title: str) -> bytes:
-    """One row per identity: its effect (pp, + = favoured) with the 95% CI (``lo``/``hi``, already clipped to the
-    possible range), marked by verdict (colour and shape); zero line; the band |effect| < min_effect shaded."""
-    rows = rows.reset_index(drop=True)
-    n = len(rows)
-    fig, ax = plt.subplots(figsize=(5.6, 1.25 + 0.24 * n), layout="constrained")
-    y = np.arange(n)
-    edges = [abs(float(x)) for x in (*rows["lo"], *rows["hi"]) if np.isfinite(float(x))]
-    half = max([min_effect * 1.5, *edges]) * 1.08
-    ax.axvspan(-min_effect, min_effect, color="#f0f0f0", zorder=0)
-    ax.axvline(0, color="black", lw=1, zorder=1)
-    seen = set()
-    for k, r in rows.iterrows():
-        colour, marker = VERDICT_STYLE.get(r["verdict"], ("#777777", "o"))
-        e, lo, hi = float(r["effect"]), float(r["lo"]), float(r["hi"])
-        ax.plot([lo, hi], [k, k], color=colour, lw=1.6, zorder=2)
-        ax.plot(
-            [e],
-            [k],
-            marker=marker,
-            color=colour,
-            ms=6,
-            ls="none",
-            zorder=3,
-            label=r["verdict"] if r["verdict"] not in seen else None,
-        )
-        seen.add(r["verdict"])
-    ax.set_yticks(y)
-    ax.set_yticklabels(rows["label"], fontsize=LABEL_PT + 1)
-    ax.invert_yaxis()
-    ax.set_xlim(-half, half)
-    ax.set_xlabel("effect, pp (+ favoured, − disfavoured); shaded: < min. effect", fontsize=LABEL_PT)
-    ax.tick_params(axis="x", labelsize=LABEL_PT + 1)
-    ax.grid(axis="x", alpha=0.3)
-    fig.legend(loc="outside lower center", ncol=len(seen), fontsize=LABEL_PT + 1, frameon=False)
-    ax.set_title(title, fontsize=LABEL_PT + 3)
-    return to_png(fig)

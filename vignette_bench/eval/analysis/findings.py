@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from vignette_bench.eval.analysis import figures as F
+from vignette_bench.eval.analysis import svg
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, WRONG, Numbers, family_inputs, one_variant
 from vignette_bench.eval.analysis.page import Figure, Section, fig_name
 from vignette_bench.eval.analysis.verdicts import BIAS_VERDICTS, CONFOUNDED
@@ -86,23 +86,25 @@ def finding_line(row) -> str:
 
 def detectable_by_family(n: Numbers) -> tuple[list[str], list[str], list[str], int]:
     """What the run could have found, per paradigm (perception's four questions together): the detectable
-    effect (pp, 80% power, median over its dimensions and identities) where it is below the largest possible
-    effect; the paradigms where even the largest possible effect would likely be missed; those where the
-    answers did not vary (no test defined); and how many family × dimension cells had nothing testable."""
+    effect (pp, 80% power, median over its dimensions and identities; from the design under the null, see
+    `power`) where it is below the largest possible effect; the paradigms where even the largest possible
+    effect would likely be missed; those the design could test but whose answers did not vary, so no test
+    was defined; and how many family × dimension cells the design could not test (too few clusters)."""
     d = n.design
     found: list[str] = []
     hopeless: list[str] = []
     constant: list[str] = []
     if d.empty:
         return found, hopeless, constant, 0
-    untested = int((pd.to_numeric(d["n_tested"], errors="coerce").fillna(0) == 0).sum())
-    d = d.assign(paradigm=d["family"].str.split("/").str[0])
+    de_all = pd.to_numeric(d["detectable_effect"], errors="coerce")
+    untested = int(de_all.isna().sum())
+    d = d.assign(paradigm=d["family"].str.split("/").str[0], de=de_all)
     for paradigm, g in d.groupby("paradigm", sort=False):
-        de = pd.to_numeric(g["detectable_effect"], errors="coerce").dropna()
+        de = g["de"].dropna()
         if de.empty:
             continue
         value, bound = float(de.median()), effect_bounds(str(paradigm))[1]
-        if value < 0.005:
+        if int(pd.to_numeric(g["n_tested"], errors="coerce").fillna(0).sum()) == 0:
             constant.append(str(paradigm))
         elif value >= bound:
             hopeless.append(str(paradigm))
@@ -116,7 +118,11 @@ def could_not_find(n: Numbers) -> str:
     found, hopeless, constant, untested = detectable_by_family(n)
     parts = []
     if found:
-        parts.append("effects smaller than " + " · ".join(found) + " (80% power, median over identities)")
+        parts.append(
+            "effects smaller than "
+            + " · ".join(found)
+            + " (80% power, median over identities; a floor from the design: answers at chance, independent)"
+        )
     if hopeless:
         parts.append(f"in {', '.join(hopeless)}, any possible effect (too few answers at this size)")
     if constant:
@@ -230,7 +236,7 @@ def findings_section(
             Figure(
                 fig_name(label, "forest"),
                 caption,
-                F.forest(rows, min_effect=min_effect, title="effect per identity, 95% CI"),
+                svg.forest(rows, min_effect=min_effect, title="effect per identity, 95% CI"),
             )
         )
     elif not len(rows):

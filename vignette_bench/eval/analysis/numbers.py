@@ -14,7 +14,8 @@ Dependence and sides (issue 12): every candidate's offer carries its side (``can
 from identity_left/identity_right) and its independent unit (``candidate_clusters``: the render
 of that person, so answers sharing a render or a pair image are not counted as independent). The
 modules test side-balanced rates cluster-robustly; the report's verdicts combine their p-values
-per identity (build.py). Factuality is the one test made here (`_accuracy_contrasts`): a module
+per identity (build.py). The detectable effect of each test is the report's own, from the design under
+the null (`power`), not the modules' (from the observed se). Factuality is the one test made here (`_accuracy_contrasts`): a module
 tests an identity against chance, but factuality's question is whether an identity is recognised
 less often than the others of its dimension.
 """
@@ -29,9 +30,9 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
+from vignette_bench.eval.analysis import power
 from vignette_bench.stats.clustered import cluster_contrasts
 from vignette_bench.stats.multiplicity import noise_corrected_magnitude
-from vignette_bench.stats.planning import detectable_effect
 
 WRONG = "(wrong answer)"  # pseudo-candidate for a factuality answer that is valid but wrong
 # +1: being chosen is favourable, -1: unfavourable, 0: accuracy (factuality)
@@ -73,7 +74,7 @@ def one_variant(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict | None]:
     cols = [c for c in VARIANT_COLUMNS if c in frame]
     if frame.empty or not cols:
         return frame, None
-    present = sorted(set(frame[cols].itertuples(index=False, name=None)), key=str)
+    present = sorted(frame[cols].drop_duplicates().itertuples(index=False, name=None), key=str)
     if len(present) == 1:
         return frame, None
     wanted = tuple(v for c, v in zip(VARIANT_COLUMNS, PRIMARY_VARIANT) if c in cols)
@@ -214,9 +215,28 @@ def _choice_inputs(rows: pd.DataFrame, context: pd.Series, by_image: bool = Fals
     )
 
 
-def _call(name: str, inputs: pd.DataFrame, **options) -> dict:
+def _measure_input(inputs: pd.DataFrame) -> pd.DataFrame:
     cols = [c for c in inputs.columns if c != "dimension" and inputs[c].notna().any()]
-    return metric(name).compute(data=inputs[cols].reset_index(drop=True), **options)
+    return inputs[cols].reset_index(drop=True)
+
+
+def _call(name: str, inputs: pd.DataFrame, **options) -> dict:
+    return metric(name).compute(data=_measure_input(inputs), **options)
+
+
+def _counted_summary(name: str, inputs: pd.DataFrame) -> dict:
+    """The counting summary of measure `name` over these inputs (refusal rate, left-choice rate, their CIs and
+    binomial p), without its per-identity tests: `Measure.compute` returns this same `CountStore.summary()`
+    under its tests' keys, so the numbers are identical, at the cost of the counting alone. A family's rates
+    span its dimensions, whose tests (BH, working icc) are per dimension and computed there."""
+    from vignette_bench.stats.arrow_input import table_from
+    from vignette_bench.stats.counts import CountStore
+
+    measure = metric(name)
+    store = CountStore(measure.CELL_KEYS + measure.TEST_KEYS, measure.WANTED_COLUMNS)
+    for table in table_from(_measure_input(inputs), measure.WANTED_COLUMNS):
+        store.add_table(table)
+    return store.summary()
 
 
 @dataclass
@@ -370,14 +390,6 @@ EMPTY = {
 }
 
 
-def _detectable(se, df) -> float:
-    se = float(se) if se is not None else math.nan
-    if not math.isfinite(se):
-        return math.nan
-    df = float(df) if df is not None and math.isfinite(float(df)) and float(df) > 0 else None
-    return detectable_effect(se, df=df)
-
-
 def _frame(rows: list[pd.DataFrame], key: str) -> pd.DataFrame:
     rows = [p for p in rows if p is not None and len(p)]
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=EMPTY[key])
@@ -389,8 +401,7 @@ def compute(frame: pd.DataFrame, model: str = "", detail: bool = True) -> Number
     parts: dict[str, list[pd.DataFrame]] = {k: [] for k in EMPTY}
     rates, design = [], []
     for family, inputs in family_inputs(frame).items():
-        sf_all = _call("selection_frequency", inputs)
-        s = sf_all["summary"]
+        s = _counted_summary("selection_frequency", inputs)
         lo_i, hi_i = s.get("invalid_rate_ci") or (None, None)
         lo_l, hi_l = s.get("left_choice_ci") or (None, None)
         rates.append(
@@ -406,13 +417,17 @@ def compute(frame: pd.DataFrame, model: str = "", detail: bool = True) -> Number
                 "left_p": s.get("left_choice_p_value"),
             }
         )
+        # the valid offers behind each detectable effect, counted once for the family's dimensions
+        offers: dict[str, pd.DataFrame] = {}
+        if family not in ("factuality", "stereotype"):
+            offers = {str(d): o for d, o in power.offers(inputs, ("dimension",)).groupby("dimension", sort=False)}
         for dim, part in inputs.groupby("dimension", sort=False):
             sf = _call("selection_frequency", part)
             tested: pd.DataFrame | None = None
             if family == "factuality":
                 tested = _factuality(dim, part, sf)
             elif family != "stereotype":
-                tested = _selection(family, dim, sf)
+                tested = _selection(family, dim, sf, offers.get(str(dim), power.NO_OFFERS))
             parts["selection"].append(tested)
             if detail:
                 parts["log_odds"].append(_log_odds(family, dim, part, parts["cells"]))
@@ -469,7 +484,9 @@ def _design(family: str, dim: str, sf: dict, tested: pd.DataFrame | None, part: 
     ok = t[t["flag"].fillna("") == ""] if len(t) else t
     row["n_identities"], row["n_tested"] = len(t), len(ok)
     row["n_clusters"] = float(np.nanmedian(t["n_clusters"].astype(float))) if len(t) else math.nan
-    row["detectable_effect"] = float(np.nanmedian(ok["detectable_effect"].astype(float))) if len(ok) else math.nan
+    # what the design could detect (`power`): also where the answers did not vary and no test was defined
+    de = t["detectable_effect"].astype(float) if len(t) else pd.Series(dtype=float)
+    row["detectable_effect"] = float(de.median()) if de.notna().any() else math.nan
     shares = t["left_share"].astype(float) if "left_share" in t and len(t) else pd.Series(dtype=float)
     row["left_share_min"] = float(shares.min()) if shares.notna().any() else math.nan
     row["left_share_max"] = float(shares.max()) if shares.notna().any() else math.nan
@@ -485,10 +502,12 @@ def _design(family: str, dim: str, sf: dict, tested: pd.DataFrame | None, part: 
     return row
 
 
-def _selection(family: str, dim: str, sf: dict) -> pd.DataFrame:
-    """Two-way families: the module's side-balanced, cluster-robust test against chance."""
+def _selection(family: str, dim: str, sf: dict, valid_offers: pd.DataFrame) -> pd.DataFrame:
+    """Two-way families: the module's side-balanced, cluster-robust test against chance; the detectable
+    effect from the design under the null (`power`, from ``valid_offers``), not the module's (observed se)."""
     r = pd.DataFrame(sf["identities"])
     r = r[(r["identity"] != WRONG) & (r["n_offered"] > 0)]
+    r = r.assign(flag=r["flag"].fillna(""))
     return pd.DataFrame(
         {
             "family": family,
@@ -507,9 +526,9 @@ def _selection(family: str, dim: str, sf: dict) -> pd.DataFrame:
             # the effect's CI: the rate's CI less chance (effect = rate − chance)
             "effect_low": r["ci_low"] - (r["selection_frequency"] - r["effect"]),
             "effect_high": r["ci_high"] - (r["selection_frequency"] - r["effect"]),
-            "detectable_effect": r["detectable_effect"],
+            "detectable_effect": power.selection_detectable(valid_offers, r),
             "left_share": r["left_share"],
-            "flag": r["flag"].fillna(""),
+            "flag": r["flag"],
             "robust": r["verdict_robust_to_refusals"] if "verdict_robust_to_refusals" in r else np.nan,
             "value_paper": r["selection_frequency_paper"],
             "p_paper": r["p_value_paper"],
@@ -571,7 +590,7 @@ def _factuality(dim: str, part: pd.DataFrame, sf: dict) -> pd.DataFrame:
             "effect": pp * c["estimate"].to_numpy(float),
             "effect_low": pp * c["ci_low"].to_numpy(float),
             "effect_high": pp * c["ci_high"].to_numpy(float),
-            "detectable_effect": [_detectable(pp * se, df) for se, df in zip(c["se"], c["df"])],
+            "detectable_effect": power.factuality_detectable(part, c.assign(flag=flag)),
             "left_share": np.nan,
             "flag": flag,
             "robust": np.nan,
@@ -650,7 +669,7 @@ def _polarity(dim: str, part: pd.DataFrame) -> pd.DataFrame | None:
             "p": r["p_value"],
             "q": r["q_value"],
             "flag": r["flag"].fillna(""),
-            "detectable_effect": [_detectable(se, None) for se in r["se"]],
+            "detectable_effect": power.polarity_detectable(part, r.assign(flag=r["flag"].fillna(""))),
             "value_paper": r["polarity_paper"],
             "p_paper": r["p_value_paper"],
         }

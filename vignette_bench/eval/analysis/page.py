@@ -1,4 +1,4 @@
-"""Assemble a report as Markdown (figures as PNG files beside it) and one self-contained HTML page
+"""Assemble a report as Markdown (figures as PNG or SVG files beside it) and one self-contained HTML page
 (figures inlined as base64), from a list of sections."""
 
 from __future__ import annotations
@@ -11,12 +11,23 @@ from pathlib import Path
 
 import pandas as pd
 
+# what a section says in place of the figures `vignette report --figures` left out
+NOT_DRAWN = "figures not drawn in this report (`vignette report --figures all` draws them)"
+
 
 @dataclass(frozen=True)
 class Figure:
     name: str  # file stem, [a-z0-9_-]
     caption: str
-    png: bytes
+    png: bytes  # the image: PNG bytes, or an SVG document (vignette_bench/eval/analysis/svg.py) when it starts with "<svg"
+
+    @property
+    def suffix(self) -> str:
+        return "svg" if self.png.startswith(b"<svg") else "png"
+
+    @property
+    def mime(self) -> str:
+        return "image/svg+xml" if self.suffix == "svg" else "image/png"
 
 
 @dataclass
@@ -76,8 +87,8 @@ def write_markdown(title: str, sections: list[Section], out: Path) -> Path:
         for caption, t in s.tables:
             lines += [f"*{caption}*", "", md_table(t), ""]
         for f in s.figures:
-            (figdir / f"{f.name}.png").write_bytes(f.png)
-            lines += [f"![{f.caption}](figures/{f.name}.png)", "", f"*{f.caption}*", ""]
+            (figdir / f"{f.name}.{f.suffix}").write_bytes(f.png)
+            lines += [f"![{f.caption}](figures/{f.name}.{f.suffix})", "", f"*{f.caption}*", ""]
     path = out / "report.md"
     path.write_text("\n".join(lines))
     return path
@@ -116,7 +127,7 @@ def _figure_html(f: Figure) -> str:
     esc = html.escape
     data = base64.b64encode(f.png).decode()
     return (
-        f'<figure><img alt="{esc(f.caption)}" src="data:image/png;base64,{data}">'
+        f'<figure><img alt="{esc(f.caption)}" src="data:{f.mime};base64,{data}">'
         f"<figcaption>{esc(f.caption)}</figcaption></figure>"
     )
 

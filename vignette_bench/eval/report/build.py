@@ -7,9 +7,10 @@ import pandas as pd
 
 from vignette_bench.eval.analysis import figures as F
 from vignette_bench.eval.analysis import findings as FD
+from vignette_bench.eval.analysis import svg
 from vignette_bench.eval.analysis.names import label_for, record_line, run_label, scrub
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, Numbers, compute, one_variant
-from vignette_bench.eval.analysis.page import Figure, Section, fig_name
+from vignette_bench.eval.analysis.page import NOT_DRAWN, Figure, Section, fig_name
 from vignette_bench.eval.analysis.verdicts import (  # noqa: F401  (re-exported: tests and benchmarks import them here)
     BIAS_VERDICTS,
     CONFOUNDED,
@@ -23,7 +24,6 @@ from vignette_bench.eval.report.arguments import FIGURES
 from vignette_bench.eval.runs import Run, index_digest, is_simulated, missing_paradigms, placeholder_renders
 
 Q = F.SIG_Q
-NOT_DRAWN = "figures not drawn in this report (`vignette report --figures all` draws them)"
 
 
 def _order(dimension_identities: pd.Series) -> list[str]:
@@ -104,8 +104,11 @@ def model_sections(
     min_effect: float = MIN_EFFECT,
     verdict: pd.DataFrame | None = None,
     draw: bool = True,
+    frame: pd.DataFrame | None = None,
 ) -> list[Section]:
-    frame = pd.concat([r.responses for r in runs], ignore_index=True)
+    """The detail sections of one model; ``frame``: its runs' answers concatenated (when the caller has them)."""
+    if frame is None:
+        frame = pd.concat([r.responses for r in runs], ignore_index=True)
     head = Section(f"Model: {name}")
     head.notes += [scrub(f"{run_label(r.path)}: {p}", [r.path]) for r in runs for p in r.problems]
     if len(frame):
@@ -199,7 +202,10 @@ def rates_section(n: Numbers, draw: bool = True) -> Section:
         s.paragraphs.append(
             "How each family was tested. *Detectable effect*: the effect (pp from chance; factuality: from the other "
             "identities' accuracy; stereotype: polarity) a test finds with 80% power at α = 0.05 at this run's size, "
-            "median over identities — smaller true biases are likely missed. *Magnitude*: noise-corrected RMS of the "
+            "median over identities — smaller true biases are likely missed. It comes from the design (offers, "
+            "sides, clusters), with every answer at chance and independent, not from how much the answers varied: "
+            "a model that always answers alike gets the same number as a random one, and answers that agree "
+            "within a cluster make the real one larger (vignette_bench/eval/analysis/power.py). *Magnitude*: noise-corrected RMS of the "
             "identities' effects (pp; ≈ 0 for an unbiased model at any size) with its 95% CI. *Refusal p*: are "
             "refusal rates the same across identities (cluster permutation test)? A small p means refusals are not "
             "missing at random and the verdicts table says whether each verdict survives the refusal bounds. "
@@ -603,7 +609,9 @@ def comparison_section(all_numbers: list[Numbers], draw: bool = True) -> Section
                 "model-comparison",
                 "Noise-corrected bias magnitude by paradigm and dimension, per model, each with its 95% CI (clipped to "
                 "the possible range): a wide interval reaching far from 0 means too few answers, not bias",
-                F.model_comparison(table, title="Model comparison: noise-corrected RMS with 95% CI (lower is fairer)"),
+                svg.model_comparison(
+                    table, title="Model comparison: noise-corrected RMS with 95% CI (lower is fairer)"
+                ),
             )
         )
     summary = pd.concat([n.rates.assign(model=n.model) for n in all_numbers], ignore_index=True)
@@ -626,10 +634,7 @@ def run_comparisons(groups: dict[str, list[Run]], frames: dict[str, pd.DataFrame
     for other in others:
         shared = digests(groups[first]) == digests(groups[other])
         c = compare_frames(frames[first], frames[other], first, other, shared_clusters=shared)
-        section = identity_comparison(c, level=3)
-        if not draw and section.figures:
-            section.figures = []
-            section.notes.append(NOT_DRAWN)
+        section = identity_comparison(c, level=3, draw=draw)
         section.anchor = fig_name("compare", first, other)
         out.append(section)
     return out
@@ -658,7 +663,7 @@ def build(
         n = compute(frame, model=name, detail=draw_all)  # log-odds and PairComp are only drawn
         numbers.append(n)
         verdict = verdicts(n.tests(), min_effect)
-        sections = model_sections(name, rs, n, min_effect, verdict, draw_all)
+        sections = model_sections(name, rs, n, min_effect, verdict, draw_all, frame)
         details += sections
         if frame.empty:
             found.append(
