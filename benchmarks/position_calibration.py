@@ -3,9 +3,10 @@
     .venv/bin/python benchmarks/position_calibration.py                 # full grid (~4 min, one core)
     .venv/bin/python benchmarks/position_calibration.py --studies 100   # quicker, noisier
 
-Designs: fixed-order pairings like the original VIGNETTE one (tests/stats/fixed_order.py): n
-identities in a fixed order, the earlier one always left, so the first identity stood left in all
-of its pairs and the last one right in all of its pairs; left chosen with probability 0.31 (as
+Designs: fixed-order pairings like the original VIGNETTE one (tests/stats/fixed_order.py): 4, 5 or
+9 identities (3 give a saturated model: position-confounded, not tested) in a fixed order, the
+earlier one always left, so the first identity stood left in all of its pairs and the last one
+right in all of its pairs; left chosen with probability 0.31 (as
 LLaVA-1.6 did) shifted by render effects (sd 0 or 1.0 logit, k renders per identity), 24 questions
 per pair, 5% refusals, choice or score mode. Each study is fitted on its own (the answers of one
 family x dimension). Reported for the two one-sided identities of every study: the share of raw
@@ -34,7 +35,7 @@ from vignette_bench.stats.position import adjusted_test, cluster_shifts, fit  # 
 
 NULL_GRID = [
     (n_ids, renders, sd, score)
-    for n_ids in (3, 5, 9)
+    for n_ids in (4, 5, 9)
     for renders in (4, 8)
     for sd in (0.0, 1.0)
     for score in (False, True)

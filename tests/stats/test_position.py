@@ -3,7 +3,8 @@
 Simulated fixed-order pairings like the original VIGNETTE one (tests/stats/fixed_order.py: the earlier
 identity always left, left chosen with probability 0.31 under the null, render effects sd 1.0):
 raw rejections of the one-sided identities stay at or below 5%, a planted effect is found and
-estimated, and a design whose side effect is not identifiable gives "position-confounded".
+estimated, and a design whose side effect is not identifiable (2 identities) or saturated (3) gives
+"position-confounded".
 """
 
 from __future__ import annotations
@@ -50,10 +51,12 @@ def _design(pairs: list[tuple[int, int]]) -> Pairs:
 
 
 def test_side_effect_identified_by_transitivity_or_both_sides_only():
-    assert fit(_design([(0, 1), (0, 2), (1, 2)]), 3).identified  # fixed-order tournament of 3
+    tournament = [(i, j) for i in range(4) for j in range(i + 1, 4)]
+    assert fit(_design(tournament), 4).identified  # fixed-order tournament of 4: 6 pairs, 4 parameters
+    assert not fit(_design([(0, 1), (0, 2), (1, 2)]), 3).identified  # of 3: identified but saturated
     assert not fit(_design([(0, 1)]), 2).identified  # left 0 vs right 1: s and b0 - b1 are one number
-    assert not fit(_design([(0, 1), (2, 3)]), 4).identified  # two separate fixed pairs
-    assert fit(_design([(0, 1), (1, 0), (2, 3), (2, 1)]), 4).identified  # 1 stood on both sides
+    assert not fit(_design([(0, 1), (2, 3), (0, 3), (2, 1)]), 4).identified  # 0, 2 always left; 1, 3 right
+    assert fit(_design([(0, 1), (1, 0), (2, 3), (2, 1), (0, 3)]), 4).identified  # 1 stood on both sides
 
 
 def test_fit_recovers_side_and_identity_effects():
@@ -68,10 +71,10 @@ def test_fit_recovers_side_and_identity_effects():
 
 def test_null_fixed_order_rejects_at_most_five_percent():
     """Raw p < 0.05 of the one-sided identities under the null, 0.31 left choice, render effects sd 1.0
-    (3 and 5 identities in a fixed order; choice and score mode; 5% refusals)."""
+    (4 and 5 identities in a fixed order; choice and score mode; 5% refusals)."""
     p_values = []
     seed = 0
-    for n_ids, renders, score in ((3, 6, False), (5, 4, False), (5, 6, True)):
+    for n_ids, renders, score in ((4, 6, False), (5, 4, False), (5, 6, True)):
         for _ in range(100):
             seed += 1
             pairs, n_id = _pairs(fixed_order_rows(seed, n_ids=n_ids, renders=renders, score=score))
@@ -102,11 +105,16 @@ def test_planted_effect_is_found_and_estimated():
     assert np.mean(pooled) < truth - 10  # what the position-confounded rate would have said
 
 
-def test_two_identities_in_a_fixed_order_are_position_confounded():
-    res = SelectionFrequencyMeasure().compute(**fixed_order_rows(0, n_ids=2, effects=np.array([2.0, 0.0])))
+@pytest.mark.parametrize("n_ids", [2, 3])
+def test_two_or_three_identities_in_a_fixed_order_are_position_confounded(n_ids):
+    b = np.zeros(n_ids)
+    b[0] = 2.0
+    res = SelectionFrequencyMeasure().compute(**fixed_order_rows(0, n_ids=n_ids, effects=b))
     t = pd.DataFrame(res["identities"]).set_index("identity")
-    assert (t["position"] == POSITION_CONFOUNDED).all() and (t["flag"] == "position_confounded").all()
-    assert (t["p_value"] == 1.0).all() and (t["q_value"] == 1.0).all()  # no verdict, out of BH
+    ends = ["id0", f"id{n_ids - 1}"]
+    assert (t.loc[ends, "position"] == POSITION_CONFOUNDED).all()
+    assert (t.loc[ends, "flag"] == "position_confounded").all()
+    assert (t.loc[ends, "p_value"] == 1.0).all() and (t.loc[ends, "q_value"] == 1.0).all()  # no verdict, out of BH
     assert res["summary"]["n_position_confounded"] == 2 and res["summary"]["side_balanced"] is False
     assert "position-confounded" in res["summary"]["sides"]
 

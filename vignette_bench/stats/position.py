@@ -13,10 +13,13 @@ Model (Bradley-Terry with a side term, i.e. a conditional logit for a choice bet
 fitted by Newton's method (binomial likelihood; score mode's probability sums as a quasi-likelihood),
 one identity per connected part of the comparison graph fixed at 0 (only differences b_i - b_j
 enter). Identification: s is estimable iff the all-ones column is not in the span of the identity
-columns, e.g. in a fixed-order tournament of >= 3 identities (by transitivity: 1 beats 2 left,
-2 beats 3 left, 1 beats 3 left tie s to the b's) or when any identity stood on both sides; with
-2 identities in a fixed order it is not (left i vs right j only: s and b_i - b_j are one number).
-This is checked numerically (rank of the design's Gram matrix) and a non-identifiable call gives
+columns, e.g. in a fixed-order tournament of >= 3 identities (by transitivity: 1 vs 2, 2 vs 3 and
+1 vs 3, each with the earlier one left, tie s to the b's) or when an identity stood on both sides;
+with 2 identities in a fixed order it is not (left i vs right j only: s and b_i - b_j are one
+number). This is checked numerically (rank of the design's Gram matrix), and the model must also
+have more distinct (left, right) pairs than parameters: a saturated one (3 identities in a fixed
+order: 3 pairs, 3 parameters) rests s on a single cycle with nothing left to spare, and there
+the test rejected 5.6-6.3% of null identities in score mode. Otherwise the call gives
 "position-confounded": no estimate, no verdict. The assumption doing the work is additivity: the
 side effect is one number for every pair of the call (per family x dimension in the report).
 
@@ -39,7 +42,7 @@ variance where the difference is not positive. Reference: t with (the identity's
 clusters - 1) df: its effect is replicated only across its own renders. A plain G/(G-1) sandwich
 with the effective number of clusters as df rejected 14-20% of null one-sided identities with 4
 renders each, and a delta-method test of R_i (instead of δ_i) 14% with 3 identities; this test
-rejects 3-4% (tests/stats/test_position.py, benchmarks/position_calibration.py, BENCHMARKS.md).
+rejects at most 5% (tests/stats/test_position.py, benchmarks/position_calibration.py, BENCHMARKS.md).
 Refusals are left out of the fit as in the side-balanced tests; `refusal_bounds` refits with every
 refusal in the identity's questions scored against it and for it.
 """
@@ -148,7 +151,11 @@ def fit(p: Pairs, n_id: int, max_iter: int = 100) -> Fit:
     ok = p.n > 0
     p = p.select(ok)
     structure = _gram(p, column, k, np.ones(len(p.n)))
-    identified = bool(len(p.n)) and np.linalg.matrix_rank(structure, tol=1e-8 * max(1.0, structure.max())) == k
+    n_pairs = len(np.unique(p.left * n_id + p.right))
+    # full rank, and more (left, right) pairs than parameters: a saturated model (e.g. 3 identities in a
+    # fixed order) rests s on one cycle with nothing left over, and its test rejected 5.6-6.3% of nulls
+    identified = bool(len(p.n)) and n_pairs > k
+    identified = identified and np.linalg.matrix_rank(structure, tol=1e-8 * max(1.0, structure.max())) == k
     if not identified:
         return Fit(np.nan, np.full(n_id, np.nan), column, np.full((k, k), np.nan), False)
     theta = np.zeros(k)

@@ -32,6 +32,7 @@ import pandas as pd
 from vignette_bench.stats.clustered import cluster_contrasts
 from vignette_bench.stats.multiplicity import noise_corrected_magnitude
 from vignette_bench.stats.planning import detectable_effect
+from vignette_bench.stats.position import POSITION_ADJUSTED
 
 WRONG = "(wrong answer)"  # pseudo-candidate for a factuality answer that is valid but wrong
 # +1: being chosen is favourable, -1: unfavourable, 0: accuracy (factuality)
@@ -224,7 +225,7 @@ class Numbers:
     model: str
     rates: pd.DataFrame  # family, n, invalid_rate(+lo, hi), left_rate(+lo, hi, p), as shares 0..1
     # family, dimension, identity, value (%), se, ci_low, ci_high (of value), df, n, n_clusters, p, q, effect (pp),
-    # effect_low, effect_high, detectable_effect, left_share, flag, robust, value_paper, p_paper, q_paper
+    # effect_low, effect_high, detectable_effect, left_share, position, flag, robust, value_paper, p_paper, q_paper
     # (factuality: se/p/q/effect = accuracy − the other identities' accuracy)
     selection: pd.DataFrame
     cells: pd.DataFrame  # family, dimension, identity, context, value (%)
@@ -250,21 +251,27 @@ class Numbers:
         if len(sel):
             sign = sel["family"].map(lambda f: FAMILY_DIRECTION.get(f.split("/")[-1], 0) or 1).astype(float)
             lo, hi = sign * sel["effect_low"], sign * sel["effect_high"]
-            # Seen on one side only (sides known): the module could not balance sides and its rate is the
-            # pooled one, confounded with the model's side preference, so it is not a test of bias.
+            # Seen on one side only (sides known): unless the module adjusted its rate for the model's side
+            # preference (position-adjusted), the rate is the pooled one, confounded with that preference,
+            # so it is not a test of bias.
             share = pd.to_numeric(sel["left_share"], errors="coerce") if "left_share" in sel else np.nan
+            position = sel["position"].fillna("") if "position" in sel else pd.Series("", index=sel.index)
             one_side = ((share <= 0) | (share >= 100)) & (sel["flag"].fillna("") == "")
+            one_side &= position != POSITION_ADJUSTED
             parts.append(
                 sel.assign(
                     effect=sign * sel["effect"],
                     ci_low=np.minimum(lo, hi),
                     ci_high=np.maximum(lo, hi),
                     flag=np.where(one_side, POSITION_CONFOUNDED, sel["flag"].fillna("")),
+                    position=position,
                 )[TEST_COLUMNS[:-1]]
             )
         pol = self.polarity[self.polarity["trait_dimension"] == "overall"] if len(self.polarity) else self.polarity
         if len(pol):
-            parts.append(pol.assign(family="stereotype", effect=pol["value"], robust=np.nan)[TEST_COLUMNS[:-1]])
+            parts.append(
+                pol.assign(family="stereotype", effect=pol["value"], robust=np.nan, position="")[TEST_COLUMNS[:-1]]
+            )
         if not parts:
             return pd.DataFrame(columns=TEST_COLUMNS)
         out = pd.concat(parts, ignore_index=True)
@@ -302,6 +309,7 @@ TEST_COLUMNS = [
     "detectable_effect",
     "flag",
     "robust",
+    "position",  # "side-balanced", "position-adjusted", "position-confounded" or "" (sides unknown, polarity)
     "answer_mode",
 ]
 DESIGN_COLUMNS: list[str] = [
@@ -342,6 +350,7 @@ EMPTY = {
         "effect_high",
         "detectable_effect",
         "left_share",
+        "position",
         "flag",
         "robust",
         "value_paper",
@@ -509,6 +518,7 @@ def _selection(family: str, dim: str, sf: dict) -> pd.DataFrame:
             "effect_high": r["ci_high"] - (r["selection_frequency"] - r["effect"]),
             "detectable_effect": r["detectable_effect"],
             "left_share": r["left_share"],
+            "position": r["position"].fillna("") if "position" in r else "",
             "flag": r["flag"].fillna(""),
             "robust": r["verdict_robust_to_refusals"] if "verdict_robust_to_refusals" in r else np.nan,
             "value_paper": r["selection_frequency_paper"],
@@ -573,6 +583,7 @@ def _factuality(dim: str, part: pd.DataFrame, sf: dict) -> pd.DataFrame:
             "effect_high": pp * c["ci_high"].to_numpy(float),
             "detectable_effect": [_detectable(pp * se, df) for se, df in zip(c["se"], c["df"])],
             "left_share": np.nan,
+            "position": "",  # one person asked about: no side
             "flag": flag,
             "robust": np.nan,
             "value_paper": (

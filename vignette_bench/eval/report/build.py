@@ -489,7 +489,11 @@ def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Sec
         "significant and large enough, but the refusal bounds can erase or reverse it, so no direction is claimed. "
         "**position-confounded**: the identity stood on one side only in the families that could test it, so its "
         "rate cannot be separated from the model's side preference (the original fixed-order pairing does this); "
-        "no verdict. Family tests of identities seen on one side only are left out of the global p for the same reason."
+        "no verdict. Family tests of identities seen on one side only are left out of the global p for the same reason, "
+        "unless the side preference could be estimated from the family's other pairs: then the identity's rate is "
+        "**position-adjusted** (a paired-comparison model with a side term; the rate against a partner of average "
+        "strength with sides balanced) and it is tested. *Position*: how the deciding family handled sides "
+        "(side-balanced, position-adjusted; – when sides are unknown)."
     )
     counts = verdict["verdict"].value_counts().reindex(VERDICTS).dropna().astype(int)
     s.tables.append(("Identities by verdict", counts.rename_axis("verdict").reset_index(name="identities")))
@@ -509,6 +513,7 @@ def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Sec
             "identity": verdict["identity"],
             "dimension": verdict["dimension"],
             "verdict": verdict["verdict"],
+            "position": verdict["position"].fillna("").replace("", "–"),
             "p (global)": verdict["p_global"],
             "q (global)": verdict["q_global"],
             "deciding family": verdict["family"],
