@@ -305,15 +305,17 @@ def family_sections(
         "p",
         "q",
         "detectable_effect",
+        "position",
         "value_paper",
         "p_paper",
     ]
     if len(flagged):
         s.tables.append(
             (
-                f"Identities with per-family q < {Q}, {EXPLORATORY}: selection % (side-balanced) with 95% CI, effect "
-                "with its CI (pp), clusters, detectable effect (pp), and the paper's S and Fisher p",
-                flagged[cols],
+                f"Identities with per-family q < {Q}, {EXPLORATORY}: selection % (side-balanced, or position-adjusted "
+                "when seen on one side only: see position) with 95% CI, effect with its CI (pp), clusters, detectable "
+                "effect (pp), and the paper's S and Fisher p",
+                flagged[[c for c in cols if c in flagged]],
             )
         )
     if not draw:
