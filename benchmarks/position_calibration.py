@@ -13,7 +13,9 @@ family x dimension). Reported for the two one-sided identities of every study: t
 p < 0.05 under the null (Monte-Carlo se from the spread over studies), the mean position-adjusted
 rate and the mean pooled rate (what the report used before: confounded with the side preference);
 then the power for a planted effect on the always-left identity (logit +0.5 / +1.0 against the
-others; the truth is the rate against an average partner with sides balanced).
+others; the truth is the rate against an average partner with sides balanced); then the cost: CPU
+seconds of one selection_frequency compute on a fixed-order design and the share spent in the
+position model (`position_tests`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from scipy.special import expit, logit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import vignette_bench.stats.measures.selection_frequency as sf_module  # noqa: E402
 from tests.stats.fixed_order import fixed_order_rows  # noqa: E402
 from tests.stats.test_position import _pairs  # noqa: E402
 from vignette_bench.stats.position import adjusted_test, cluster_shifts, fit  # noqa: E402
@@ -100,6 +103,29 @@ def main() -> None:
             f"| {n_ids} | {renders} | {sd:.1f} | {planted:+.1f} | {truth:.1f} | {100 * rej[:, 0].mean():.0f}% | "
             f"{rate[:, 0].mean():.1f} | {pooled[:, 0].mean():.1f} |"
         )
+    print("\ncost: one selection_frequency compute, fixed order, 5% refusals (CPU s, best of 3)")
+    print("| identities | renders | questions per pair | answers | compute | of it position model |")
+    print("|---|---|---|---|---|---|")
+    spent = [0.0]
+    inner = sf_module.position_tests
+
+    def timed(*a, **k):
+        c = time.process_time()
+        out = inner(*a, **k)
+        spent[0] += time.process_time() - c
+        return out
+
+    sf_module.position_tests = timed
+    for n_ids, renders, questions in ((12, 24, 24), (26, 60, 24), (54, 40, 8)):
+        rows = fixed_order_rows(0, n_ids=n_ids, renders=renders, questions=questions)
+        best = (np.inf, np.inf)
+        for _ in range(3):
+            spent[0] = 0.0
+            c = time.process_time()
+            sf_module.SelectionFrequencyMeasure().compute(**rows)
+            best = min(best, (time.process_time() - c, spent[0]))
+        print(f"| {n_ids} | {renders} | {questions} | {len(rows['selected']):,} | {best[0]:.2f} | {best[1]:.2f} |")
+    sf_module.position_tests = inner
     print(f"\n{time.time() - t0:.0f} s")
 
 

@@ -171,7 +171,7 @@ def fit(p: Pairs, n_id: int, max_iter: int = 100) -> Fit:
         mu = _sigmoid(_linear(p, column, theta))
         info = _gram(p, column, k, p.n * mu * (1.0 - mu))
         score = _gram_vector(p, column, k, p.y - p.n * mu)
-        step = np.linalg.lstsq(info, score, rcond=None)[0]
+        step = _solve(info, score)
         for _half in range(30):  # step halving keeps the likelihood rising (separation drifts slowly)
             trial = loglik(theta + step)
             if trial >= current - 1e-12:
@@ -181,11 +181,25 @@ def fit(p: Pairs, n_id: int, max_iter: int = 100) -> Fit:
         if np.max(np.abs(step)) < 1e-9 or abs(gain) < 1e-12:
             break
     mu = _sigmoid(_linear(p, column, theta))
-    bread = np.linalg.pinv(_gram(p, column, k, p.n * mu * (1.0 - mu)))
+    bread = _inverse(_gram(p, column, k, p.n * mu * (1.0 - mu)))
     effects = np.where(column >= 0, np.append(theta, 0.0)[column], 0.0)
     seen = np.zeros(n_id, bool)
     seen[p.left], seen[p.right] = True, True
     return Fit(float(theta[0]), np.where(seen, effects, np.nan), column, bread, True)
+
+
+def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    try:
+        return np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:  # a left-out cluster held all of an identity's answers
+        return np.linalg.lstsq(a, b, rcond=None)[0]
+
+
+def _inverse(a: np.ndarray) -> np.ndarray:
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:  # separation: an identity always or never chosen
+        return np.linalg.pinv(a)
 
 
 def _gram_vector(p: Pairs, column: np.ndarray, k: int, v: np.ndarray) -> np.ndarray:
@@ -217,21 +231,48 @@ def balanced_rate(side: float, delta: np.ndarray | float) -> np.ndarray:
 
 def cluster_shifts(f: Fit, p: Pairs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per render cluster g: θ̂ without g's answers minus θ̂ (one Newton step from θ̂, the CV3 jackknife's
-    usual approximation); with the cluster code of every answer row's left and right person."""
+    usual approximation), -(A - A_g)^-1 S_g by the Woodbury identity from A^-1; with the cluster code of
+    every answer row's left and right person."""
     p = p.select(p.n > 0)
     k = len(f.bread)
     mu = _sigmoid(_linear(p, f.column, np.array([f.side, *_free_effects(f)])))
     w, r = p.n * mu * (1 - mu), p.y - p.n * mu
-    info = _gram(p, f.column, k, w)
     codes, uniq = pd.factorize(np.concatenate([p.left_cluster, p.right_cluster]))
     m = len(p.n)
     lc, rc = codes[:m], codes[m:]
+    # each answer row sits in its left person's cluster and, when another, its right person's; rows of one
+    # cluster with the same two people share their design row x = e_s + e_left - e_right: summed ("patterns")
+    extra = np.flatnonzero(lc != rc)
+    row = np.concatenate([np.arange(m), extra])
+    n_id = len(f.column)
+    key = (np.concatenate([lc, rc[extra]]).astype(np.int64) * n_id + p.left[row]) * n_id + p.right[row]
+    pat, uniq_key = pd.factorize(key, sort=True)  # sorted: a cluster's patterns are contiguous
+    pw, pr = np.bincount(pat, weights=w[row]), np.bincount(pat, weights=r[row])
+    uniq_key = np.asarray(uniq_key)
+    p_cluster = uniq_key // (n_id * n_id)
+    col = np.where(f.column < 0, k, f.column)  # the reference's column k reads 0
+    p_left, p_right = col[(uniq_key // n_id) % n_id], col[uniq_key % n_id]
+    bread = np.hstack([f.bread, np.zeros((k, 1))])
     shifts = np.zeros((len(uniq), k))
-    for g in range(len(uniq)):
-        rows = np.flatnonzero((lc == g) | (rc == g))
-        sub = p.select(rows)
-        rest = info - _gram(sub, f.column, k, w[rows])
-        shifts[g] = -np.linalg.lstsq(rest, _gram_vector(sub, f.column, k, r[rows]), rcond=None)[0]
+    size = np.bincount(p_cluster, minlength=len(uniq))
+    start = np.concatenate([[0], np.cumsum(size)[:-1]])
+    single = np.flatnonzero(size == 1)  # Sherman-Morrison, vectorised
+    for chunk in np.array_split(single, max(1, len(single) // 4096)):
+        at = start[chunk]
+        bx = bread[:, 0][:, None] + bread[:, p_left[at]] - bread[:, p_right[at]]  # B x, k x chunk
+        ext = np.vstack([bx, np.zeros((1, len(at)))])
+        xbx = ext[0] + ext[p_left[at], np.arange(len(at))] - ext[p_right[at], np.arange(len(at))]
+        denom = 1.0 - pw[at] * xbx
+        shifts[chunk] = -(bx * (pr[at] / np.where(np.abs(denom) > 1e-12, denom, np.inf))).T
+    for g in np.flatnonzero(size > 1):
+        sl = slice(start[g], start[g] + size[g])
+        bx = bread[:, 0][:, None] + bread[:, p_left[sl]] - bread[:, p_right[sl]]
+        ext = np.vstack([bx, np.zeros((1, bx.shape[1]))])
+        xbx = ext[0] + ext[p_left[sl]] - ext[p_right[sl]]  # X B X', patterns x patterns
+        sw = np.sqrt(pw[sl])
+        inner = np.eye(len(sw)) - sw[:, None] * xbx * sw[None, :]
+        v = _solve(inner, sw * (xbx @ pr[sl]))
+        shifts[g] = -(bx @ pr[sl] + bx @ (sw * v))
     return shifts, lc, rc
 
 
@@ -239,12 +280,14 @@ def robust_variance(f: Fit, p: Pairs, grad: np.ndarray, shifts: tuple | None = N
     """Jackknife (CV3) variance of g'θ̂ over render clusters, two-way (an answer row belongs to its left
     and its right person's render; the (left, right) combination term is subtracted, Cameron-Gelbach-
     Miller); and the effective number of clusters (sum d_g^2)^2 / sum d_g^4 of the jackknife terms."""
-    delta, lc, rc = shifts if shifts is not None else cluster_shifts(f, p)
+    delta = (shifts if shifts is not None else cluster_shifts(f, p))[0]
     d = delta @ grad
     G = len(d)
     g_eff = float(np.sum(d**2) ** 2 / np.sum(d**4)) if np.sum(d**4) > 0 else 1.0
     v = (G - 1) / G * float(np.sum(d**2))
     q = p.select(p.n > 0)
+    codes, _ = pd.factorize(np.concatenate([q.left_cluster, q.right_cluster]))
+    lc, rc = codes[: len(q.n)], codes[len(q.n) :]
     mu = _sigmoid(_linear(q, f.column, np.array([f.side, *_free_effects(f)])))
     h = f.bread @ grad
     ht = np.append(h, 0.0)
@@ -304,9 +347,13 @@ def adjusted_test(f: Fit, p: Pairs, target: int, alpha: float = 0.05, shifts: tu
     )
 
 
-def refusal_bounds(p: Pairs, n_id: int, target: int, alpha: float = 0.05) -> tuple[Adjusted | None, Adjusted | None]:
+def refusal_bounds(
+    p: Pairs, n_id: int, target: int, alpha: float = 0.05, shifts: tuple | None = None
+) -> tuple[Adjusted | None, Adjusted | None]:
     """The test with every refusal in the target's questions scored as not choosing it (low) and as
-    choosing it (high), refitted; None where a bound's model is not identified."""
+    choosing it (high), refitted; None where a bound's model is not identified. `shifts`: the observed
+    answers' jackknife terms, reused for the bounds' variance (a sensitivity analysis; saves the
+    per-cluster pass of each refit)."""
     out = []
     for chosen in (False, True):
         on_left, on_right = p.left == target, p.right == target
@@ -322,7 +369,7 @@ def refusal_bounds(p: Pairs, n_id: int, target: int, alpha: float = 0.05) -> tup
             p.refused,
         )
         f = fit(q, n_id)
-        out.append(adjusted_test(f, q, target, alpha) if f.identified else None)
+        out.append(adjusted_test(f, q, target, alpha, shifts) if f.identified else None)
     return out[0], out[1]
 
 
@@ -361,7 +408,7 @@ def position_tests(cells: pd.DataFrame, tests: pd.DataFrame, frame: pd.DataFrame
                 out.loc[name, "test_flag"] = "position_confounded"
             continue
         a = adjusted_test(model, pairs, i, alpha, shifts)
-        low, high = refusal_bounds(pairs, len(frame), i, alpha)
+        low, high = refusal_bounds(pairs, len(frame), i, alpha, shifts)
         v = _verdict(a, alpha)
         out.loc[name, ["selection_frequency", "se", "ci_low", "ci_high", "df", "n_clusters", "p_value"]] = [
             100.0 * a.rate,
