@@ -154,3 +154,28 @@ def test_refusal_bounds_bracket_the_adjusted_rate():
     for name in ("id0", "id4"):
         lo, hi = t.loc[name, "estimate_refusals_low"], t.loc[name, "estimate_refusals_high"]
         assert lo < t.loc[name, "selection_frequency"] < hi
+
+
+def test_an_always_chosen_identity_does_not_drag_its_partners():
+    """id0 chosen in every answer (no finite maximum likelihood b): the weak prior keeps its effect finite,
+    so the always-right id4 (b = 0) is estimated near its truth against partners averaging b = 2."""
+    b = np.array([8.0, 0.0, 0.0, 0.0, 0.0])
+    t = _table(fixed_order_rows(1, n_ids=5, effects=b, render_sd=0.0))
+    s = logit(0.31)
+    truth = 100 * (expit(s - 2.0) + expit(-s - 2.0)) / 2  # 14.4
+    assert t.loc["id0", "selection_frequency"] > 95
+    assert t.loc["id4", "ci_low"] <= truth <= t.loc["id4", "ci_high"]
+    assert t.loc["id4", "selection_frequency"] == pytest.approx(truth, abs=8.0)
+
+
+def test_counts_key_other_names_the_other_person_of_two_person_questions():
+    store = CountStore(("identity", "other"), ("selected", "candidates"))
+    for table in table_from(
+        {"selected": ["a", "c", ""], "candidates": [["a", "b"], ["a", "b", "c"], ["b", "a"]]},
+        ("selected", "candidates"),
+    ):
+        store.add_table(table)
+    names = store.vocabs["identity"].names
+    cells = store.cells()
+    got = {(names[i], names[o - 1] if o else "") for i, o in zip(cells["identity"], cells["other"])}
+    assert got == {("a", "b"), ("b", "a"), ("a", ""), ("b", ""), ("c", "")}

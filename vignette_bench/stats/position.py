@@ -10,7 +10,8 @@ Model (Bradley-Terry with a side term, i.e. a conditional logit for a choice bet
 
     P(left chosen | left i, right j) = logistic(s + b_i - b_j)
 
-fitted by Newton's method (binomial likelihood; score mode's probability sums as a quasi-likelihood),
+fitted by Newton's method (binomial likelihood; score mode's probability sums as a quasi-likelihood;
+a weak normal prior, sd 10 logit, keeps an always- or never-chosen identity's effect finite),
 one identity per connected part of the comparison graph fixed at 0 (only differences b_i - b_j
 enter). Identification: s is estimable iff the all-ones column is not in the span of the identity
 columns, e.g. in a fixed-order tournament of >= 3 identities (by transitivity: 1 vs 2, 2 vs 3 and
@@ -62,6 +63,7 @@ from vignette_bench.stats.clustered import FLAG_TOO_FEW
 from vignette_bench.stats.counts import SIDE_LEFT
 from vignette_bench.stats.verdicts import detectable
 
+RIDGE = 0.01  # precision of the prior on identity effects (sd 10 on the logit scale)
 SIDE_BALANCED = "side-balanced"
 POSITION_ADJUSTED = "position-adjusted"
 POSITION_CONFOUNDED = "position-confounded"
@@ -161,16 +163,21 @@ def fit(p: Pairs, n_id: int, max_iter: int = 100) -> Fit:
     if not identified:
         return Fit(np.nan, np.full(n_id, np.nan), column, np.full((k, k), np.nan), False)
     theta = np.zeros(k)
+    # a weak normal prior on the identity effects (sd 10 logit): an identity chosen in all (or none) of
+    # its answers has no finite maximum likelihood estimate, and its divergent b would drag every
+    # partner's contrast with it; elsewhere the estimates move by far less than their se
+    ridge = np.full(k, RIDGE)
+    ridge[0] = 0.0
 
     def loglik(th: np.ndarray) -> float:
         eta = _linear(p, column, th)
-        return float(np.sum(p.y * eta - p.n * np.logaddexp(0.0, eta)))
+        return float(np.sum(p.y * eta - p.n * np.logaddexp(0.0, eta)) - 0.5 * np.sum(ridge * th**2))
 
     current = loglik(theta)
     for _ in range(max_iter):
         mu = _sigmoid(_linear(p, column, theta))
-        info = _gram(p, column, k, p.n * mu * (1.0 - mu))
-        score = _gram_vector(p, column, k, p.y - p.n * mu)
+        info = _gram(p, column, k, p.n * mu * (1.0 - mu)) + np.diag(ridge)
+        score = _gram_vector(p, column, k, p.y - p.n * mu) - ridge * theta
         step = _solve(info, score)
         for _half in range(30):  # step halving keeps the likelihood rising (separation drifts slowly)
             trial = loglik(theta + step)
@@ -181,7 +188,7 @@ def fit(p: Pairs, n_id: int, max_iter: int = 100) -> Fit:
         if np.max(np.abs(step)) < 1e-9 or abs(gain) < 1e-12:
             break
     mu = _sigmoid(_linear(p, column, theta))
-    bread = _inverse(_gram(p, column, k, p.n * mu * (1.0 - mu)))
+    bread = _inverse(_gram(p, column, k, p.n * mu * (1.0 - mu)) + np.diag(ridge))
     effects = np.where(column >= 0, np.append(theta, 0.0)[column], 0.0)
     seen = np.zeros(n_id, bool)
     seen[p.left], seen[p.right] = True, True
