@@ -15,7 +15,7 @@ import pytest
 from vignette_bench.eval.analysis.findings import findings_section
 from vignette_bench.eval.analysis.numbers import compute
 from vignette_bench.eval.analysis.verdicts import BIAS_VERDICTS, verdicts
-from vignette_bench.eval.report.build import verdict_section
+from vignette_bench.eval.report.build import design_table, verdict_section
 from vignette_bench.eval.report.simulate import SimSpec, simulate
 
 
@@ -51,6 +51,8 @@ def test_one_sided_identities_are_position_adjusted_in_every_two_person_family(p
         assert sel.loc[(family, "buddhist"), "position"] == "position-adjusted"
         assert sel.loc[(family, "zoroastrian"), "position"] == "position-adjusted"
         assert sel.loc[(family, "hindu"), "position"] == "side-balanced"
+    d = design_table(n).set_index("family")["side-balanced"]
+    assert d["decision"] == "no (2 position-adjusted)"
     t = n.tests()
     one_sided = t[t["identity"].isin(["buddhist", "zoroastrian"])]
     assert (one_sided["flag"] == "").all()  # tested, no longer position-confounded

@@ -318,6 +318,7 @@ DESIGN_COLUMNS: list[str] = [
     "answer_mode",
     "cluster_unit",
     "side_balanced",
+    "n_position_adjusted",  # identities seen on one side only whose rate was position-adjusted
     "n_identities",
     "n_tested",
     "n_clusters",  # median over identities
@@ -471,6 +472,7 @@ def _design(family: str, dim: str, sf: dict, tested: pd.DataFrame | None, part: 
         # "one-way (own render)", "one-way (pair image)", ...
         "cluster_unit": _clustering(family, s, part),
         "side_balanced": bool(s.get("side_balanced", False)),
+        "n_position_adjusted": int(s.get("n_position_adjusted", 0)),
         "refusal_p_value": s.get("refusal_p_value"),
         "left_choice_rate": _pct(s.get("left_choice_rate")),
     }

@@ -160,7 +160,10 @@ def design_table(n: Numbers) -> pd.DataFrame:
             "dimension": d["dimension"],
             "answer mode": d["answer_mode"],
             "cluster unit": d["cluster_unit"],
-            "side-balanced": d["side_balanced"].map({True: "yes", False: "no"}),
+            "side-balanced": [
+                "yes" if b else f"no ({a} position-adjusted)" if a else "no"
+                for b, a in zip(d["side_balanced"], d["n_position_adjusted"].fillna(0).astype(int))
+            ],
             "identities tested": [f"{t}/{k}" for t, k in zip(d["n_tested"], d["n_identities"])],
             "clusters (median)": d["n_clusters"],
             "detectable effect (pp, median)": d["detectable_effect"],
