@@ -87,6 +87,13 @@ def test_planted_always_left_identity_is_a_position_adjusted_verdict(planted):
     assert "**buddhist** (religion) — bias +" in text and "position-adjusted (seen on one side only)" in text
 
 
+def test_numbers_and_the_module_use_the_same_label():
+    from vignette_bench.eval.analysis import numbers
+    from vignette_bench.stats import position
+
+    assert numbers.POSITION_ADJUSTED == position.POSITION_ADJUSTED
+
+
 def test_two_identities_in_a_fixed_order_stay_position_confounded():
     spec = SimSpec(seed=2, dimensions=("gender",), n_activities=4, p_left=0.31, paradigms=("decision",))
     n = compute(fixed_order(simulate(spec)), detail=False)

@@ -15,16 +15,10 @@ import numpy as np
 import pandas as pd
 
 from vignette_bench.eval.analysis import figures as F
-from vignette_bench.eval.analysis.numbers import (
-    FAMILY_DIRECTION,
-    POSITION_ADJUSTED,
-    WRONG,
-    Numbers,
-    family_inputs,
-    one_variant,
-)
+from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, WRONG, Numbers, family_inputs, one_variant
 from vignette_bench.eval.analysis.page import Figure, Section, fig_name
 from vignette_bench.eval.analysis.verdicts import BIAS_VERDICTS, CONFOUNDED
+from vignette_bench.stats.position import POSITION_ADJUSTED
 
 Q = 0.05
 FOREST_ROWS = 10  # identities drawn in a findings forest plot; the verdict table lists them all

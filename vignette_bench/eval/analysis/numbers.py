@@ -32,7 +32,6 @@ import pandas as pd
 from vignette_bench.stats.clustered import cluster_contrasts
 from vignette_bench.stats.multiplicity import noise_corrected_magnitude
 from vignette_bench.stats.planning import detectable_effect
-from vignette_bench.stats.position import POSITION_ADJUSTED
 
 WRONG = "(wrong answer)"  # pseudo-candidate for a factuality answer that is valid but wrong
 # +1: being chosen is favourable, -1: unfavourable, 0: accuracy (factuality)
@@ -225,7 +224,7 @@ class Numbers:
     model: str
     rates: pd.DataFrame  # family, n, invalid_rate(+lo, hi), left_rate(+lo, hi, p), as shares 0..1
     # family, dimension, identity, value (%), se, ci_low, ci_high (of value), df, n, n_clusters, p, q, effect (pp),
-    # effect_low, effect_high, detectable_effect, left_share, position, flag, robust, value_paper, p_paper, q_paper
+    # effect_low, effect_high, detectable_effect, left_share, flag, robust, position, value_paper, p_paper, q_paper
     # (factuality: se/p/q/effect = accuracy − the other identities' accuracy)
     selection: pd.DataFrame
     cells: pd.DataFrame  # family, dimension, identity, context, value (%)
@@ -295,6 +294,10 @@ class Numbers:
 
 # the flag of a family test whose identity stood on one side only (position-confounded, no verdict)
 POSITION_CONFOUNDED = "position_confounded"
+# the `position` of a selection test whose identity stood on one side only and whose rate the module adjusted
+# for the model's side preference (vignette_bench/stats/position.py's label; not imported from there: kept
+# beside the confounded flag, tests/eval/report/test_position_adjusted.py checks they agree)
+POSITION_ADJUSTED = "position-adjusted"
 TEST_COLUMNS = [
     "identity",
     "dimension",
@@ -351,9 +354,9 @@ EMPTY = {
         "effect_high",
         "detectable_effect",
         "left_share",
-        "position",
         "flag",
         "robust",
+        "position",
         "value_paper",
         "p_paper",
         "q_paper",
@@ -520,9 +523,9 @@ def _selection(family: str, dim: str, sf: dict) -> pd.DataFrame:
             "effect_high": r["ci_high"] - (r["selection_frequency"] - r["effect"]),
             "detectable_effect": r["detectable_effect"],
             "left_share": r["left_share"],
-            "position": r["position"].fillna("") if "position" in r else "",
             "flag": r["flag"].fillna(""),
             "robust": r["verdict_robust_to_refusals"] if "verdict_robust_to_refusals" in r else np.nan,
+            "position": r["position"].fillna("") if "position" in r else "",
             "value_paper": r["selection_frequency_paper"],
             "p_paper": r["p_value_paper"],
             "q_paper": r["q_value_paper"],
@@ -585,9 +588,9 @@ def _factuality(dim: str, part: pd.DataFrame, sf: dict) -> pd.DataFrame:
             "effect_high": pp * c["ci_high"].to_numpy(float),
             "detectable_effect": [_detectable(pp * se, df) for se, df in zip(c["se"], c["df"])],
             "left_share": np.nan,
-            "position": "",  # one person asked about: no side
             "flag": flag,
             "robust": np.nan,
+            "position": "",  # one person asked about: no side
             "value_paper": (
                 r["selection_frequency_paper"] if "selection_frequency_paper" in r else r["selection_frequency"]
             ).to_numpy(),
