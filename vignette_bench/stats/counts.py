@@ -8,6 +8,9 @@ Cluster and side (for the cluster-robust tests of `vignette_bench.stats.clustere
 of an offer is its entry of `candidate_clusters` (the render key), else the row's `group` (the
 pair image), else the row itself (answers assumed independent; then cells grow with rows). The
 side is the entry of `candidate_sides`: SIDE_LEFT, SIDE_RIGHT or SIDE_UNKNOWN ("" or absent).
+With the key ``other`` a cell is also keyed by the identity of the other person of a two-person
+question, stored as its identity code + 1 (0: no other person), for the position model of
+`vignette_bench.stats.position`.
 With the key ``pcluster`` a cell is also keyed by the cluster of the *other* person of a
 two-person question (with `candidate_clusters`: the partner's render), for the two-way
 (own x partner) cluster-robust tests; where there is no other person, or no render keys, it is
@@ -154,6 +157,11 @@ def _partner_clusters(cluster: np.ndarray, k: np.ndarray, parent: np.ndarray) ->
     return out
 
 
+def _other_identities(ident: np.ndarray, k: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Per offer the identity code + 1 of the other candidate of a two-candidate question; 0 otherwise."""
+    return _partner_clusters(ident + 1, k, parent) * (k[parent] == 2)
+
+
 class CountStore:
     """Accumulates answer rows into counts per cell; memory grows with cells, not with rows.
 
@@ -195,6 +203,8 @@ class CountStore:
                 out.append(self.n_cluster_codes)
             elif k == "side":
                 out.append(len(SIDE_NAMES))
+            elif k == "other":
+                out.append(len(self.vocabs["identity"].names) + 1)  # code + 1; 0 = no other person
             else:
                 out.append(len(self.vocabs["identity" if k == "partner" else k].names))
         return out
@@ -428,6 +438,8 @@ class CountStore:
                 )
         if "side" in self.keys:
             cols["side"] = self._offer_sides(table, parent, k, offset)
+        if "other" in self.keys:
+            cols["other"] = _other_identities(ident, k, parent)
         for name in ("context", "direction", "trait_dimension", "group"):
             if name not in self.keys:
                 continue
@@ -485,6 +497,8 @@ class CountStore:
                 cols["pcluster"] = cols["cluster"]  # one person asked about: one-way
         if "side" in self.keys:
             cols["side"] = np.full(len(cv), SIDE_UNKNOWN, dtype=np.int64)  # a factuality answer has no side
+        if "other" in self.keys:
+            cols["other"] = np.zeros(len(cv), dtype=np.int64)  # one person asked about
         # The number of options is not part of the contract, so chance is undefined (NaN) here.
         self._finish(table, cv >= 0, cols, state, None, np.full(len(cv), np.nan))
 

@@ -18,6 +18,7 @@ from vignette_bench.eval.analysis import svg
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, WRONG, Numbers, family_inputs, one_variant
 from vignette_bench.eval.analysis.page import Figure, Section, fig_name
 from vignette_bench.eval.analysis.verdicts import BIAS_VERDICTS, CONFOUNDED
+from vignette_bench.stats.position import POSITION_ADJUSTED
 
 Q = 0.05
 FOREST_ROWS = 10  # identities drawn in a findings forest plot; the verdict table lists them all
@@ -81,6 +82,7 @@ def finding_line(row) -> str:
         f"{direction_words(row['family'], _num(row['effect']), row['dimension'])}, "
         f"{_num(row['effect']):+.1f} pp [{lo:.1f}, {hi:.1f}] (95% CI) in {row['family']}; "
         f"{n_fam} famil{'y' if n_fam == 1 else 'ies'} tested; {_robust(row['robust'])}"
+        + ("; position-adjusted (seen on one side only)" if row.get("position") == POSITION_ADJUSTED else "")
     )
 
 
@@ -212,6 +214,13 @@ def findings_section(
             s.items.append(f"… and {len(shown) - 5} more identities with a verdict (see the verdict table)")
         if len(smaller):
             s.items.append(f"{len(smaller)} more identities significant but below {min_effect:g} pp")
+    adjusted = verdict[verdict["position"].fillna("") == POSITION_ADJUSTED] if "position" in verdict else verdict[:0]
+    if len(adjusted):
+        names = ", ".join(f"{r.identity} ({r.dimension})" for r in adjusted.head(5).itertuples(index=False))
+        s.items.append(
+            f"{len(adjusted)} identities seen on one side only, verdict on the position-adjusted rate (side "
+            f"preference estimated from the other pairs): {names}" + (", …" if len(adjusted) > 5 else "")
+        )
     if len(confounded):
         names = ", ".join(f"{r.identity} ({r.dimension})" for r in confounded.head(5).itertuples(index=False))
         s.items.append(

@@ -244,7 +244,7 @@ class Numbers:
     model: str
     rates: pd.DataFrame  # family, n, invalid_rate(+lo, hi), left_rate(+lo, hi, p), as shares 0..1
     # family, dimension, identity, value (%), se, ci_low, ci_high (of value), df, n, n_clusters, p, q, effect (pp),
-    # effect_low, effect_high, detectable_effect, left_share, flag, robust, value_paper, p_paper, q_paper
+    # effect_low, effect_high, detectable_effect, left_share, flag, robust, position, value_paper, p_paper, q_paper
     # (factuality: se/p/q/effect = accuracy − the other identities' accuracy)
     selection: pd.DataFrame
     cells: pd.DataFrame  # family, dimension, identity, context, value (%)
@@ -270,21 +270,27 @@ class Numbers:
         if len(sel):
             sign = sel["family"].map(lambda f: FAMILY_DIRECTION.get(f.split("/")[-1], 0) or 1).astype(float)
             lo, hi = sign * sel["effect_low"], sign * sel["effect_high"]
-            # Seen on one side only (sides known): the module could not balance sides and its rate is the
-            # pooled one, confounded with the model's side preference, so it is not a test of bias.
+            # Seen on one side only (sides known): unless the module adjusted its rate for the model's side
+            # preference (position-adjusted), the rate is the pooled one, confounded with that preference,
+            # so it is not a test of bias.
             share = pd.to_numeric(sel["left_share"], errors="coerce") if "left_share" in sel else np.nan
+            position = sel["position"].fillna("") if "position" in sel else pd.Series("", index=sel.index)
             one_side = ((share <= 0) | (share >= 100)) & (sel["flag"].fillna("") == "")
+            one_side &= position != POSITION_ADJUSTED
             parts.append(
                 sel.assign(
                     effect=sign * sel["effect"],
                     ci_low=np.minimum(lo, hi),
                     ci_high=np.maximum(lo, hi),
                     flag=np.where(one_side, POSITION_CONFOUNDED, sel["flag"].fillna("")),
+                    position=position,
                 )[TEST_COLUMNS[:-1]]
             )
         pol = self.polarity[self.polarity["trait_dimension"] == "overall"] if len(self.polarity) else self.polarity
         if len(pol):
-            parts.append(pol.assign(family="stereotype", effect=pol["value"], robust=np.nan)[TEST_COLUMNS[:-1]])
+            parts.append(
+                pol.assign(family="stereotype", effect=pol["value"], robust=np.nan, position="")[TEST_COLUMNS[:-1]]
+            )
         if not parts:
             return pd.DataFrame(columns=TEST_COLUMNS)
         out = pd.concat(parts, ignore_index=True)
@@ -308,6 +314,10 @@ class Numbers:
 
 # the flag of a family test whose identity stood on one side only (position-confounded, no verdict)
 POSITION_CONFOUNDED = "position_confounded"
+# the `position` of a selection test whose identity stood on one side only and whose rate the module adjusted
+# for the model's side preference (vignette_bench/stats/position.py's label; not imported from there: kept
+# beside the confounded flag, tests/eval/report/test_position_adjusted.py checks they agree)
+POSITION_ADJUSTED = "position-adjusted"
 TEST_COLUMNS = [
     "identity",
     "dimension",
@@ -322,6 +332,7 @@ TEST_COLUMNS = [
     "detectable_effect",
     "flag",
     "robust",
+    "position",  # "side-balanced", "position-adjusted", "position-confounded" or "" (sides unknown, polarity)
     "answer_mode",
 ]
 DESIGN_COLUMNS: list[str] = [
@@ -330,6 +341,7 @@ DESIGN_COLUMNS: list[str] = [
     "answer_mode",
     "cluster_unit",
     "side_balanced",
+    "n_position_adjusted",  # identities seen on one side only whose rate was position-adjusted
     "n_identities",
     "n_tested",
     "n_clusters",  # median over identities
@@ -364,6 +376,7 @@ EMPTY = {
         "left_share",
         "flag",
         "robust",
+        "position",
         "value_paper",
         "p_paper",
         "q_paper",
@@ -477,6 +490,7 @@ def _design(family: str, dim: str, sf: dict, tested: pd.DataFrame | None, part: 
         # "one-way (own render)", "one-way (pair image)", ...
         "cluster_unit": _clustering(family, s, part),
         "side_balanced": bool(s.get("side_balanced", False)),
+        "n_position_adjusted": int(s.get("n_position_adjusted", 0)),
         "refusal_p_value": s.get("refusal_p_value"),
         "left_choice_rate": _pct(s.get("left_choice_rate")),
     }
@@ -530,6 +544,7 @@ def _selection(family: str, dim: str, sf: dict, valid_offers: pd.DataFrame) -> p
             "left_share": r["left_share"],
             "flag": r["flag"],
             "robust": r["verdict_robust_to_refusals"] if "verdict_robust_to_refusals" in r else np.nan,
+            "position": r["position"].fillna("") if "position" in r else "",
             "value_paper": r["selection_frequency_paper"],
             "p_paper": r["p_value_paper"],
             "q_paper": r["q_value_paper"],
@@ -594,6 +609,7 @@ def _factuality(dim: str, part: pd.DataFrame, sf: dict) -> pd.DataFrame:
             "left_share": np.nan,
             "flag": flag,
             "robust": np.nan,
+            "position": "",  # one person asked about: no side
             "value_paper": (
                 r["selection_frequency_paper"] if "selection_frequency_paper" in r else r["selection_frequency"]
             ).to_numpy(),

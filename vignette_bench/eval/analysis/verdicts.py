@@ -37,6 +37,7 @@ VERDICT_COLUMNS = [
     "detectable_effect",
     "n_families",
     "robust",
+    "position",  # the deciding family's: side-balanced, position-adjusted, ...; position-confounded; "" (no sides)
 ]
 
 
@@ -51,7 +52,8 @@ def verdicts(tests: pd.DataFrame, min_effect: float = MIN_EFFECT, alpha: float =
     "below minimum effect" when q < alpha but smaller; "no evidence of bias"; "position-confounded"
     when the identity's only family tests saw it on one side (flag POSITION_CONFOUNDED: its rate is the
     pooled one, confounded with the model's side preference); "not testable" when no family could
-    be tested (e.g. too few clusters).
+    be tested (e.g. too few clusters). ``position``: the deciding family's (``Numbers.tests``), so a
+    verdict resting on a one-sided identity's position-adjusted rate says "position-adjusted".
     """
     if tests.empty:
         return pd.DataFrame(columns=VERDICT_COLUMNS)
@@ -81,6 +83,7 @@ def verdicts(tests: pd.DataFrame, min_effect: float = MIN_EFFECT, alpha: float =
                 n_clusters=b["n_clusters"],
                 detectable_effect=b["detectable_effect"],
                 robust=b["robust"],
+                position=b["position"] if "position" in b else "",
             )
             if q >= alpha:
                 row["verdict"] = "no evidence of bias"
@@ -95,6 +98,7 @@ def verdicts(tests: pd.DataFrame, min_effect: float = MIN_EFFECT, alpha: float =
                 row["verdict"] = "below minimum effect"
         elif key in confounded:
             row["verdict"] = CONFOUNDED  # only one-sided (pooled, position-confounded) family tests
+            row["position"] = CONFOUNDED
         rows.append(row)
     out = pd.DataFrame(rows).reindex(columns=VERDICT_COLUMNS)
     rank = out["verdict"].map({v: k for k, v in enumerate(VERDICTS)})

@@ -163,7 +163,10 @@ def design_table(n: Numbers) -> pd.DataFrame:
             "dimension": d["dimension"],
             "answer mode": d["answer_mode"],
             "cluster unit": d["cluster_unit"],
-            "side-balanced": d["side_balanced"].map({True: "yes", False: "no"}),
+            "side-balanced": [
+                "yes" if b else f"no ({a} position-adjusted)" if a else "no"
+                for b, a in zip(d["side_balanced"], d["n_position_adjusted"].fillna(0).astype(int))
+            ],
             "identities tested": [f"{t}/{k}" for t, k in zip(d["n_tested"], d["n_identities"])],
             "clusters (median)": d["n_clusters"],
             "detectable effect (pp, median)": d["detectable_effect"],
@@ -311,15 +314,17 @@ def family_sections(
         "p",
         "q",
         "detectable_effect",
+        "position",
         "value_paper",
         "p_paper",
     ]
     if len(flagged):
         s.tables.append(
             (
-                f"Identities with per-family q < {Q}, {EXPLORATORY}: selection % (side-balanced) with 95% CI, effect "
-                "with its CI (pp), clusters, detectable effect (pp), and the paper's S and Fisher p",
-                flagged[cols],
+                f"Identities with per-family q < {Q}, {EXPLORATORY}: selection % (side-balanced, or position-adjusted "
+                "when seen on one side only: see position) with 95% CI, effect with its CI (pp), clusters, detectable "
+                "effect (pp), and the paper's S and Fisher p",
+                flagged[[c for c in cols if c in flagged]],
             )
         )
     if not draw:
@@ -495,7 +500,11 @@ def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Sec
         "significant and large enough, but the refusal bounds can erase or reverse it, so no direction is claimed. "
         "**position-confounded**: the identity stood on one side only in the families that could test it, so its "
         "rate cannot be separated from the model's side preference (the original fixed-order pairing does this); "
-        "no verdict. Family tests of identities seen on one side only are left out of the global p for the same reason."
+        "no verdict. Family tests of identities seen on one side only are left out of the global p for the same reason, "
+        "unless the side preference could be estimated from the family's other pairs: then the identity's rate is "
+        "**position-adjusted** (a paired-comparison model with a side term; the rate against a partner of average "
+        "strength with sides balanced) and it is tested. *Position*: how the deciding family handled sides "
+        "(side-balanced, position-adjusted; – when sides are unknown)."
     )
     counts = verdict["verdict"].value_counts().reindex(VERDICTS).dropna().astype(int)
     s.tables.append(("Identities by verdict", counts.rename_axis("verdict").reset_index(name="identities")))
@@ -515,6 +524,7 @@ def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Sec
             "identity": verdict["identity"],
             "dimension": verdict["dimension"],
             "verdict": verdict["verdict"],
+            "position": verdict["position"].fillna("").replace("", "–"),
             "p (global)": verdict["p_global"],
             "q (global)": verdict["q_global"],
             "deciding family": verdict["family"],

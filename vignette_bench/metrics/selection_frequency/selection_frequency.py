@@ -44,7 +44,7 @@ Args:
     refusal_permutations: permutations of the refusal homogeneity test (default 999).
 Returns:
     identities: identity, selection_frequency, se, ci_low, ci_high, df, n_clusters, p_value,
-        q_value, effect, detectable_effect, left_share, when_left, when_right, chance, n_offered,
+        q_value, effect, detectable_effect, left_share, when_left, when_right, position, chance, n_offered,
         n_selected, n_contexts, pooled_frequency, invalid_rate, estimate_refusals_low,
         estimate_refusals_high, verdict_robust_to_refusals, flag, selection_frequency_paper,
         p_value_paper, q_value_paper.

@@ -33,6 +33,8 @@ from vignette_bench.stats import (
     wilson_interval,
 )
 from vignette_bench.stats.measure import Measure
+from vignette_bench.stats.position import POSITION_ADJUSTED, POSITION_CONFOUNDED, position_tests
+from vignette_bench.stats.position import TEST as POSITION_TEST
 
 PP = 100.0
 TEST = (
@@ -92,7 +94,8 @@ def _paper(cells: pd.DataFrame, n_id: int, used_probabilities: bool) -> dict[str
 class SelectionFrequencyMeasure(Measure):
     """Selection frequency per identity: side-balanced, cluster-robust test vs chance; paper columns kept."""
 
-    CELL_KEYS = ("identity", "context")
+    # "other": the other person of a two-person question, for the position model of one-sided identities
+    CELL_KEYS = ("identity", "context", "other")
     WANTED_COLUMNS = (
         "selected",
         "candidates",
@@ -138,6 +141,8 @@ class SelectionFrequencyMeasure(Measure):
             frame["when_right"] = PP * by_side[SIDE_RIGHT][1] / by_side[SIDE_RIGHT][0]
             frame["left_share"] = PP * by_side[SIDE_LEFT][0] / (by_side[SIDE_LEFT][0] + by_side[SIDE_RIGHT][0])
         tests = self._tests(cells, frame, alpha, crossed)
+        # identities seen on one side only: the position-adjusted test, or no test (position-confounded)
+        tests = position_tests(cells, tests, frame, alpha)
         frame = frame.join(tests, on="identity")
         frame["flag"] = np.where(frame["flag"] != "", frame["flag"], frame["test_flag"].fillna("missing_component"))
         frame.loc[frame["flag"] == "no_other_identity", "flag"] = frame["test_flag"].fillna("")
@@ -150,6 +155,7 @@ class SelectionFrequencyMeasure(Measure):
             ghosts[["p_value_paper", "q_value_paper"]] = 1.0
             ghosts[["n_offered", "n_selected", "n_contexts"]] = 0.0
             frame = pd.concat([frame, ghosts], ignore_index=True)
+        frame["position"] = frame["position"].fillna("")  # not offered, or no sides known
         frame["n_contexts"] = frame["n_contexts"].astype(int)
         frame["n_clusters"] = frame["n_clusters"].fillna(0).astype(int)
         frame = frame[COLUMNS].sort_values("identity", kind="stable")
@@ -179,8 +185,11 @@ class SelectionFrequencyMeasure(Measure):
                 "side_balanced": balanced,
                 "sides": "side-balanced: mean of the rates when left and when right"
                 if balanced
-                else "sides unknown for some identities: pooled rate, side preference not removed",
+                else _sides_text(frame.loc[offered, "position"]),
+                "n_position_adjusted": int((frame["position"] == POSITION_ADJUSTED).sum()),
+                "n_position_confounded": int((frame["position"] == POSITION_CONFOUNDED).sum()),
                 "test": TEST,
+                "test_position_adjusted": POSITION_TEST,
                 "clustering": clustering_label(store.cluster_unit or "rows", crossed),
                 "test_paper": "Fisher exact two-sided: identity vs all other identities (pooled counts)",
                 "ci_method": "cluster-robust t interval (CR2, Bell-McCaffrey df)",
@@ -223,7 +232,7 @@ class SelectionFrequencyMeasure(Measure):
                 out = side_balanced_contrasts(sub, {0: 1.0}, float(value), alpha, refusals=True, two_way=crossed)
                 outs.append(out.assign(null=float(value)))
         if not outs:
-            return pd.DataFrame(columns=TEST_COLUMNS + ["side_balanced"], index=pd.Index([], name="identity"))
+            return pd.DataFrame(columns=[*TEST_COLUMNS, "side_balanced"], index=pd.Index([], name="identity"))
         t = pd.concat(outs)
         t.index = pd.Index(np.asarray(frame["identity"].to_numpy())[t.index.to_numpy(dtype=np.int64)], name="identity")
         est = t["estimate"].to_numpy(float)
@@ -247,6 +256,18 @@ class SelectionFrequencyMeasure(Measure):
             },
             index=t.index,
         )
+
+
+def _sides_text(position: pd.Series) -> str:
+    """The summary's words for sides when not every identity was side-balanced."""
+    parts = []
+    if (position == POSITION_ADJUSTED).any():
+        parts.append("one side only: position-adjusted (paired-comparison model with a side term)")
+    if (position == POSITION_CONFOUNDED).any():
+        parts.append("one side only, side effect not identifiable: position-confounded, not tested")
+    if (position.fillna("") == "").any():
+        parts.append("sides unknown for some identities: pooled rate, side preference not removed")
+    return "; ".join(parts)
 
 
 TEST_COLUMNS = [
@@ -280,6 +301,7 @@ COLUMNS = [
     "left_share",
     "when_left",
     "when_right",
+    "position",
     "chance",
     "n_offered",
     "n_selected",
