@@ -164,9 +164,18 @@ class CountStore:
     give the same columns.
     """
 
-    def __init__(self, keys: tuple[str, ...], columns: tuple[str, ...]) -> None:
+    def __init__(
+        self, keys: tuple[str, ...], columns: tuple[str, ...], views: tuple[tuple[str, ...], ...] = ()
+    ) -> None:
         self.keys = keys
         self.columns = columns
+        # Each view is summed over its own keys (a subset of `keys`) as the batches arrive: a measure whose
+        # tables need (identity, context) and (identity, cluster, side) cells keeps those two, not their
+        # product, which at 10M answers has about as many cells as there are offers.
+        self.views = views or (keys,)
+        unknown = sorted({k for v in self.views for k in v} - set(keys))
+        if unknown:
+            raise ValueError(f"internal: view keys {unknown} are not among the store's keys {list(keys)}")
         self.vocabs: dict[str, Vocab] = {
             "identity": Vocab(),
             "context": Vocab(),
@@ -175,9 +184,11 @@ class CountStore:
             "group": Vocab(),
             "cluster": Vocab(),
         }
-        self.chunks: list[tuple[list[np.ndarray], list[np.ndarray]]] = []
-        self.pending = 0
-        self.compacted = 0
+        self.chunks: dict[tuple[str, ...], list[tuple[list[np.ndarray], list[np.ndarray]]]] = {
+            v: [] for v in self.views
+        }
+        self.pending = dict.fromkeys(self.views, 0)
+        self.compacted = dict.fromkeys(self.views, 0)
         self.rows = 0
         self.invalid_rows = 0
         self.left = 0
@@ -535,38 +546,40 @@ class CountStore:
             self.left += int((lv[known] == 1).sum())
         if "side" in self.keys:
             self.sides_known += int(((cols["side"] != SIDE_UNKNOWN) & (state < 2)).sum())
-        keys = [cols[name] for name in self.keys]
-        self.chunks.append(
-            aggregate_offers(
-                keys,
-                [d + (1 if name == "group" else 0) for d, name in zip(self.dims(), self.keys)],
-                state,
-                weights,
-                k_offer,
-            )
-        )
-        self.pending += len(self.chunks[-1][0][0])
-        if self.pending > max(4 * self.compacted, 4_000_000):
-            self._compact()
+        dims = self._key_dims()
+        for view in self.views:
+            chunks = self.chunks[view]
+            chunks.append(aggregate_offers([cols[k] for k in view], [dims[k] for k in view], state, weights, k_offer))
+            self.pending[view] += len(chunks[-1][0][0])
+            if self.pending[view] > max(4 * self.compacted[view], 4_000_000):
+                self._compact(view)
 
-    def _compact(self) -> None:
-        if len(self.chunks) > 1:
-            keys = [np.concatenate([c[0][i] for c in self.chunks]) for i in range(len(self.keys))]
-            values = [np.concatenate([c[1][i] for c in self.chunks]) for i in range(len(VALUE_NAMES))]
-            dims = [d + (1 if name == "group" else 0) for d, name in zip(self.dims(), self.keys)]
-            self.chunks = [aggregate(keys, dims, values)]
-        self.compacted = len(self.chunks[0][0][0]) if self.chunks else 0
-        self.pending = self.compacted
+    def _key_dims(self) -> dict[str, int]:
+        """Codes per key as `aggregate` sees them (group has one more: the code of a missing group)."""
+        return {name: d + (1 if name == "group" else 0) for d, name in zip(self.dims(), self.keys)}
 
-    def cells(self) -> pd.DataFrame:
-        """One row per cell: key codes and the summed values."""
-        self._compact()
-        if not self.chunks:
-            return pd.DataFrame(
-                {**{k: np.zeros(0, np.int64) for k in self.keys}, **{v: np.zeros(0) for v in VALUE_NAMES}}
-            )
-        keys, values = self.chunks[0]
-        return pd.DataFrame({**dict(zip(self.keys, keys)), **dict(zip(VALUE_NAMES, values))})
+    def _compact(self, view: tuple[str, ...]) -> None:
+        chunks = self.chunks[view]
+        if len(chunks) > 1:
+            keys = [np.concatenate([c[0][i] for c in chunks]) for i in range(len(view))]
+            values = [np.concatenate([c[1][i] for c in chunks]) for i in range(len(VALUE_NAMES))]
+            chunks.clear()  # the batches' arrays go before the summed ones are allocated
+            dims = self._key_dims()
+            chunks.append(aggregate(keys, [dims[k] for k in view], values))
+        self.compacted[view] = len(chunks[0][0][0]) if chunks else 0
+        self.pending[view] = self.compacted[view]
+
+    def cells(self, view: tuple[str, ...] | None = None) -> pd.DataFrame:
+        """One row per cell of `view` (default: all the store's keys): key codes and the summed values."""
+        view = self.keys if view is None else view
+        if view not in self.chunks:
+            raise ValueError(f"internal: no view {view}; the store sums over {list(self.chunks)}")
+        self._compact(view)
+        chunks = self.chunks[view]
+        if not chunks:
+            return pd.DataFrame({**{k: np.zeros(0, np.int64) for k in view}, **{v: np.zeros(0) for v in VALUE_NAMES}})
+        keys, values = chunks[0]
+        return pd.DataFrame({**dict(zip(view, keys)), **dict(zip(VALUE_NAMES, values))})
 
     def summary(self) -> dict[str, Any]:
         """Refusal/invalid rate and left-choice (position bias) rate with Wilson CIs and a binomial test."""

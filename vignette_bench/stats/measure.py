@@ -28,14 +28,19 @@ class Measure(metaclass=abc.ABCMeta):
     # The input columns (contract names) and the options with their defaults; set by each measure.
     WANTED_COLUMNS: tuple[str, ...] = ()
     OPTION_DEFAULTS: dict[str, Any] = {}
+    # The key sets the store sums over (`CountStore` views); empty: one view of all keys.
+    VIEWS: tuple[tuple[str, ...], ...] = ()
     _counts: CountStore | None  # what add_batch has counted since the last compute
 
     def _store(self) -> CountStore:
         store = getattr(self, "_counts", None)
         if store is None:
-            store = CountStore(self.CELL_KEYS + self.TEST_KEYS, self.WANTED_COLUMNS)
+            store = self._new_store()
             self._counts = store
         return store
+
+    def _new_store(self) -> CountStore:
+        return CountStore(self.CELL_KEYS + self.TEST_KEYS, self.WANTED_COLUMNS, self.VIEWS)
 
     def add_batch(self, *, data: Any = None, use_probabilities: bool = True, **columns: Any) -> None:
         """Add answered questions: keyword columns (lists), or `data` = DataFrame, Arrow table, Dataset or parquet path.
@@ -78,7 +83,7 @@ class Measure(metaclass=abc.ABCMeta):
         opts = {**self.OPTION_DEFAULTS, **options}
         if data is not None or any(v is not None for v in columns.values()):
             self.add_batch(data=data, use_probabilities=use_probabilities, **columns)
-        store = getattr(self, "_counts", None) or CountStore(self.CELL_KEYS + self.TEST_KEYS, self.WANTED_COLUMNS)
+        store = getattr(self, "_counts", None) or self._new_store()
         self._counts = None
         result = self._compute_counts(store, opts)
         result["summary"] = {

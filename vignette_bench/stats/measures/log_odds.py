@@ -41,13 +41,15 @@ class LogOddsMeasure(Measure):
         "candidate_clusters",
     )
     OPTION_DEFAULTS = {"alpha": 0.05, "clustering": "two_way"}
+    # The paper's columns need (identity, context) sums; the tests those cells split by cluster and side.
+    VIEWS = (CELL_KEYS, CELL_KEYS + Measure.TEST_KEYS)
 
     def _compute_counts(self, store: CountStore, opts: dict[str, Any]) -> dict[str, Any]:
         alpha = float(opts["alpha"])
         two_way = check_clustering(opts["clustering"])
-        frame = store.cells()
+        frame = store.cells(self.VIEWS[1])
         crossed = two_way and bool((frame["pcluster"] != frame["cluster"]).any())
-        cells = frame.groupby(["identity", "context"], sort=False, as_index=False)[["selected", "offered"]].sum()
+        cells = store.cells(self.CELL_KEYS)
         ident = cells["identity"].to_numpy()
         n_id = len(store.vocabs["identity"].names)
         r_a = cells["selected"].to_numpy()
@@ -63,9 +65,9 @@ class LogOddsMeasure(Measure):
         defined = flag == ""
         p_paper, q_paper = fisher_with_bh(r_a, o_a - r_a, r_n, o_n - r_n, defined)
         # The verdict: the identity's side-balanced rate in this context minus in all others, by cluster.
-        g = frame.groupby(
-            ["identity", "context", "cluster", "side", *(["pcluster"] if crossed else [])], sort=False, as_index=False
-        )[["selected", "offered"]].sum()
+        # The view's cells are unique per (identity, context, cluster, side, pcluster), and pcluster is
+        # cluster unless crossed: no further sums are needed.
+        g = frame[["identity", "context", "cluster", "side", *(["pcluster"] if crossed else []), "selected", "offered"]]
         tests = split_contrasts(
             g.rename(columns={"selected": "y", "offered": "n", "pcluster": "partner_cluster"}),
             g["identity"].to_numpy(),
