@@ -46,6 +46,9 @@ class Vocab:
         self.names: list[str] = []
         self.index: dict[str, int] = {}
         self._arrow: pa.Array | None = None
+        # The codes of the last dictionary seen: a parquet file's batches repeat one dictionary (at 10M
+        # answers the pair images' 166,667 names in every batch), so it is encoded once.
+        self._last_dictionary: tuple[pa.Array, np.ndarray] | None = None
 
     def encode(self, arr: Any, unique: bool = False) -> np.ndarray:
         """Codes of an Arrow array of names (plain, chunked or dictionary-encoded); new names get new codes."""
@@ -53,26 +56,39 @@ class Vocab:
             arr = arr.combine_chunks()
         if pa.types.is_dictionary(arr.type):
             # a dictionary's values are unique: encoding them must not hash them again (that recursed)
-            dict_codes = self.encode(arr.dictionary, unique=True)
+            dict_codes = self._dictionary_codes(arr.dictionary)
+            if arr.null_count == 0:
+                return dict_codes[arr.indices.to_numpy(zero_copy_only=False)]
             idx = pc.fill_null(arr.indices, 0).to_numpy(zero_copy_only=False)
-            valid = ~np.asarray(arr.is_null())
-            out = np.full(len(arr), -1, dtype=np.int64)
-            out[valid] = dict_codes[idx[valid].astype(np.int64)]
+            out = dict_codes[idx]
+            out[np.asarray(arr.is_null())] = -1
             return out
         if not pa.types.is_string(arr.type):
             arr = arr.cast(pa.string())
         if len(arr) > 4096 and not unique:
             # One hash pass, then only the (small) dictionary is looked up.
             return self.encode(pc.dictionary_encode(arr))
-        for name in pc.unique(arr).to_pylist():
-            if name and name not in self.index:
-                self.index[name] = len(self.names)
-                self.names.append(name)
-                self._arrow = None
-        if self._arrow is None:
-            self._arrow = pa.array(self.names, type=pa.string())
+        self._add_names(pc.unique(arr))  # also when `unique`: Arrow does not forbid repeats in a dictionary
         codes = pc.index_in(arr, value_set=self._arrow)
         return pc.fill_null(codes, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+    def _dictionary_codes(self, dictionary: pa.Array) -> np.ndarray:
+        last = self._last_dictionary
+        if last is not None and (dictionary is last[0] or dictionary.equals(last[0])):
+            return last[1]  # names only ever get added, so earlier codes stay valid
+        codes = self.encode(dictionary, unique=True)
+        self._last_dictionary = (dictionary, codes)
+        return codes
+
+    def _add_names(self, distinct: pa.Array) -> None:
+        """Give codes, in order of appearance, to the names in `distinct` (no repeats) not seen before; "" and null get none."""
+        if self._arrow is not None and len(self.names):
+            distinct = distinct.filter(pc.invert(pc.is_in(distinct, value_set=self._arrow)))
+        new = distinct.filter(pc.not_equal(distinct, "")).to_pylist()  # a null compares null: dropped
+        if new or self._arrow is None:
+            self.index.update(zip(new, range(len(self.names), len(self.names) + len(new))))
+            self.names.extend(new)
+            self._arrow = pa.array(self.names, type=pa.string())
 
     def decode(self, codes: np.ndarray) -> list[str]:
         """Names of codes; -1 decodes to ""."""
@@ -83,7 +99,7 @@ class Vocab:
 def aggregate(
     keys: list[np.ndarray], dims: list[int], values: list[np.ndarray]
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Sum `values` over identical key tuples: dense bincount when the key space is small, hashing otherwise."""
+    """Sum `values` over identical key tuples, in key order: dense bincount when the key space is small, sorting otherwise."""
     dims = [max(int(x), 1) for x in dims]
     size = int(np.prod([float(x) for x in dims]))
     if len(keys[0]) == 0:
@@ -94,14 +110,28 @@ def aggregate(
             present = np.flatnonzero(np.bincount(flat, minlength=size))
             sums = [np.bincount(flat, weights=v, minlength=size)[present] for v in values]
             return [k.astype(np.int64) for k in np.unravel_index(present, dims)], sums
-        codes, uniq = pd.factorize(flat)
-        sums = [np.bincount(codes, weights=v, minlength=len(uniq)) for v in values]
-        return [k.astype(np.int64) for k in np.unravel_index(uniq, dims)], sums
+        # Sorting, not hashing: the store's chunks are each sorted, so their concatenation is a few sorted
+        # runs that a stable sort merges (at 10M answers 13M cells: 0.3 s against 4 s for pd.factorize).
+        order = np.argsort(flat, kind="stable")
+        flat = flat[order]
+        starts = np.flatnonzero(np.r_[True, flat[1:] != flat[:-1]])
+        sums = [np.add.reduceat(v[order], starts) for v in values]
+        return [k.astype(np.int64) for k in np.unravel_index(flat[starts], dims)], sums
     frame = pd.DataFrame({f"k{i}": k for i, k in enumerate(keys)} | {f"v{i}": v for i, v in enumerate(values)})
     g = frame.groupby([f"k{i}" for i in range(len(keys))], sort=False).sum().reset_index()
     return [g[f"k{i}"].to_numpy(np.int64) for i in range(len(keys))], [
         g[f"v{i}"].to_numpy(float) for i in range(len(values))
     ]
+
+
+def _sorted_codes(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of each element's value among the sorted distinct values, the sorted distinct values)."""
+    order = np.argsort(flat, kind="stable")
+    ordered = flat[order]
+    new = np.r_[True, ordered[1:] != ordered[:-1]]
+    codes = np.empty(len(flat), dtype=np.int64)
+    codes[order] = np.cumsum(new) - 1
+    return codes, ordered[new]
 
 
 def aggregate_offers(
@@ -120,7 +150,7 @@ def aggregate_offers(
             counts = counts[present]
             cell, uniq = None, present
         else:
-            cell, uniq = pd.factorize(flat)
+            cell, uniq = _sorted_codes(flat)  # cells in key order, so that `aggregate` merges sorted chunks
             counts = np.bincount(cell * 3 + state, minlength=3 * len(uniq)).reshape(-1, 3)
         out_keys = [x.astype(np.int64) for x in np.unravel_index(uniq, dims)]
     else:
