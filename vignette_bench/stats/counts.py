@@ -18,6 +18,7 @@ and ``offered_invalid`` the refusals.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -116,7 +117,7 @@ def aggregate(
         flat = flat[order]
         starts = np.flatnonzero(np.r_[True, flat[1:] != flat[:-1]])
         sums = [np.add.reduceat(v[order], starts) for v in values]
-        return [k.astype(np.int64) for k in np.unravel_index(flat[starts], dims)], sums
+        return [k.astype(np.int64, copy=False) for k in np.unravel_index(flat[starts], dims)], sums
     frame = pd.DataFrame({f"k{i}": k for i, k in enumerate(keys)} | {f"v{i}": v for i, v in enumerate(values)})
     g = frame.groupby([f"k{i}" for i in range(len(keys))], sort=False).sum().reset_index()
     return [g[f"k{i}"].to_numpy(np.int64) for i in range(len(keys))], [
@@ -195,17 +196,24 @@ class CountStore:
     """
 
     def __init__(
-        self, keys: tuple[str, ...], columns: tuple[str, ...], views: tuple[tuple[str, ...], ...] = ()
+        self,
+        keys: tuple[str, ...],
+        columns: tuple[str, ...],
+        views: tuple[tuple[str, ...], ...] = (),
+        view_values: Mapping[tuple[str, ...], tuple[str, ...]] | None = None,
     ) -> None:
         self.keys = keys
         self.columns = columns
         # Each view is summed over its own keys (a subset of `keys`) as the batches arrive: a measure whose
         # tables need (identity, context) and (identity, cluster, side) cells keeps those two, not their
-        # product, which at 10M answers has about as many cells as there are offers.
+        # product, which at 10M answers has about as many cells as there are offers. `view_values` names
+        # the sums a view keeps (default: all VALUE_NAMES); a test view needs only a few.
         self.views = views or (keys,)
+        self.view_values = {v: tuple((view_values or {}).get(v, VALUE_NAMES)) for v in self.views}
         unknown = sorted({k for v in self.views for k in v} - set(keys))
+        unknown += sorted({x for v in self.view_values.values() for x in v} - set(VALUE_NAMES))
         if unknown:
-            raise ValueError(f"internal: view keys {unknown} are not among the store's keys {list(keys)}")
+            raise ValueError(f"internal: {unknown} are not among the store's keys {list(keys)} or {VALUE_NAMES}")
         self.vocabs: dict[str, Vocab] = {
             "identity": Vocab(),
             "context": Vocab(),
@@ -579,9 +587,11 @@ class CountStore:
         dims = self._key_dims()
         for view in self.views:
             chunks = self.chunks[view]
-            chunks.append(aggregate_offers([cols[k] for k in view], [dims[k] for k in view], state, weights, k_offer))
-            self.pending[view] += len(chunks[-1][0][0])
-            if self.pending[view] > max(4 * self.compacted[view], 4_000_000):
+            keys, sums = aggregate_offers([cols[k] for k in view], [dims[k] for k in view], state, weights, k_offer)
+            chunks.append((keys, [sums[VALUE_NAMES.index(v)] for v in self.view_values[view]]))
+            self.pending[view] += len(keys[0])
+            # merging sorted chunks is cheap, so compact often: the batches' cells are held at most ~1.5 times
+            if self.pending[view] > max(self.compacted[view] // 2, 4_000_000):
                 self._compact(view)
 
     def _key_dims(self) -> dict[str, int]:
@@ -591,11 +601,15 @@ class CountStore:
     def _compact(self, view: tuple[str, ...]) -> None:
         chunks = self.chunks[view]
         if len(chunks) > 1:
-            keys = [np.concatenate([c[0][i] for c in chunks]) for i in range(len(view))]
-            values = [np.concatenate([c[1][i] for c in chunks]) for i in range(len(VALUE_NAMES))]
-            chunks.clear()  # the batches' arrays go before the summed ones are allocated
+            parts = [[*c[0], *c[1]] for c in chunks]
+            chunks.clear()
+            merged = []
+            for i in range(len(parts[0])):  # array by array, each batch's copy let go once merged
+                merged.append(np.concatenate([p[i] for p in parts]))
+                for p in parts:
+                    p[i] = None
             dims = self._key_dims()
-            chunks.append(aggregate(keys, [dims[k] for k in view], values))
+            chunks.append(aggregate(merged[: len(view)], [dims[k] for k in view], merged[len(view) :]))
         self.compacted[view] = len(chunks[0][0][0]) if chunks else 0
         self.pending[view] = self.compacted[view]
 
@@ -606,12 +620,13 @@ class CountStore:
             raise ValueError(f"internal: no view {view}; the store sums over {list(self.chunks)}")
         self._compact(view)
         chunks = self.chunks[view]
+        names = self.view_values[view]
         if not chunks:
-            return pd.DataFrame({**{k: np.zeros(0, np.int64) for k in view}, **{v: np.zeros(0) for v in VALUE_NAMES}})
+            return pd.DataFrame({**{k: np.zeros(0, np.int64) for k in view}, **{v: np.zeros(0) for v in names}})
         keys, values = chunks[0]
         # copy=False: the store's arrays become the columns as they are (at 10M answers a consolidating copy
         # of a test view was ~1 GB)
-        return pd.DataFrame({**dict(zip(view, keys)), **dict(zip(VALUE_NAMES, values))}, copy=False)
+        return pd.DataFrame({**dict(zip(view, keys)), **dict(zip(names, values))}, copy=False)
 
     def summary(self) -> dict[str, Any]:
         """Refusal/invalid rate and left-choice (position bias) rate with Wilson CIs and a binomial test."""

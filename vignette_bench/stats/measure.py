@@ -30,6 +30,8 @@ class Measure(metaclass=abc.ABCMeta):
     OPTION_DEFAULTS: dict[str, Any] = {}
     # The key sets the store sums over (`CountStore` views); empty: one view of all keys.
     VIEWS: tuple[tuple[str, ...], ...] = ()
+    # The sums each view keeps (`CountStore` view_values); a view not named keeps all of VALUE_NAMES.
+    VIEW_VALUES: dict[tuple[str, ...], tuple[str, ...]] = {}
     _counts: CountStore | None  # what add_batch has counted since the last compute
 
     def _store(self) -> CountStore:
@@ -40,7 +42,7 @@ class Measure(metaclass=abc.ABCMeta):
         return store
 
     def _new_store(self) -> CountStore:
-        return CountStore(self.CELL_KEYS + self.TEST_KEYS, self.WANTED_COLUMNS, self.VIEWS)
+        return CountStore(self.CELL_KEYS + self.TEST_KEYS, self.WANTED_COLUMNS, self.VIEWS, self.VIEW_VALUES)
 
     def add_batch(self, *, data: Any = None, use_probabilities: bool = True, **columns: Any) -> None:
         """Add answered questions: keyword columns (lists), or `data` = DataFrame, Arrow table, Dataset or parquet path.

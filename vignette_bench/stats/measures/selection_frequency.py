@@ -107,6 +107,7 @@ class SelectionFrequencyMeasure(Measure):
     # The paper's columns need (identity, context) sums, the tests (identity, cluster, side) sums: two small
     # views instead of their product.
     VIEWS = (CELL_KEYS, ("identity", "cluster", "side", "pcluster"))
+    VIEW_VALUES = {VIEWS[1]: ("offered", "selected", "offered_invalid")}  # the tests' sums
 
     def _compute_counts(self, store: CountStore, opts: dict[str, Any]) -> dict[str, Any]:
         alpha = float(opts["alpha"])
