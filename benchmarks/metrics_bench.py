@@ -43,12 +43,15 @@ def simulate(
     n_activities: int = 75,
     n_terms: int = 60,
     questions_per_image: int = 60,
+    renders: int = 0,
 ) -> pa.Table:
     """Uniform-random answers over a VIGNETTE-like design, as Arrow dictionary columns.
 
     Images show two different identities of a 20-identity dimension; each image is asked
     `questions_per_image` questions. Context = trait term (with direction and dimension), so the
-    same table feeds all four metrics; the activity is kept in the image id.
+    same table feeds all four metrics; the activity is kept in the image id. With `renders` > 0 each
+    person of an image is one of that many renders of their identity, given as candidate_clusters: the
+    modules then cluster by render, two-way (own x partner render).
     """
     rng = np.random.default_rng(seed)
     n_images = math.ceil(n_rows / questions_per_image)
@@ -67,8 +70,20 @@ def simulate(
     cand = np.empty(2 * n_rows, dtype=np.int32)
     cand[0::2], cand[1::2] = lft, rgt
     terms = pa.array([f"term_{t:02d}" for t in range(n_terms)])
+    extra = {}
+    if renders:
+        # render codes identity * renders + r, drawn per image and side
+        ren = np.empty(2 * n_rows, dtype=np.int32)
+        ren[0::2] = (lft * renders + rng.integers(0, renders, n_images)[image]).astype(np.int32)
+        ren[1::2] = (rgt * renders + rng.integers(0, renders, n_images)[image]).astype(np.int32)
+        names = pa.array([f"identity_{i:03d}/render_{r}" for i in range(n_identities) for r in range(renders)])
+        extra["candidate_clusters"] = pa.ListArray.from_arrays(
+            pa.array(np.arange(0, 2 * n_rows + 1, 2, dtype=np.int32)),
+            pa.DictionaryArray.from_arrays(pa.array(ren), names),
+        )
     return pa.table(
         {
+            **extra,
             "selected": pa.DictionaryArray.from_arrays(pa.array(sel.astype(np.int32)), ids),
             "candidates": pa.ListArray.from_arrays(
                 pa.array(np.arange(0, 2 * n_rows + 1, 2, dtype=np.int32)),
@@ -288,6 +303,12 @@ def main() -> None:
         "(the measures plus evaluate's imports: transformers, torch), or each",
     )
     ap.add_argument("--metrics", nargs="+", choices=METRICS, default=list(METRICS))
+    ap.add_argument(
+        "--renders",
+        type=int,
+        default=0,
+        help="renders per identity given as candidate_clusters (two-way clustered tests); 0: clusters are pair images",
+    )
     args = ap.parse_args()
     if args.child:
         child(args.child[0], args.child[1], args.via)
@@ -296,7 +317,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "answers.parquet")
         t0 = time.perf_counter()
-        pq.write_table(simulate(args.rows, args.seed), path)  # pair_id is the cluster (group)
+        # pair_id is the cluster (group), or with --renders each candidate's render (two-way)
+        pq.write_table(simulate(args.rows, args.seed, renders=args.renders), path)
         print(
             f"simulated {args.rows:,} answers -> parquet in {time.perf_counter() - t0:.1f} s ({os.path.getsize(path) / 1e6:.0f} MB)",
             flush=True,
