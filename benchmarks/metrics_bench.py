@@ -311,7 +311,8 @@ def main() -> None:
     )
     args = ap.parse_args()
     if args.child:
-        child(args.child[0], args.child[1], args.via)
+        # a child runs one of the two (benchmarks/metrics_ab.py calls it without --via: the evaluate module)
+        child(args.child[0], args.child[1], "evaluate" if args.via == "both" else args.via)
         return
     print(f"python {sys.version.split()[0]}, cpus {os.cpu_count()}, seed {args.seed}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
