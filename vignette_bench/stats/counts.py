@@ -601,11 +601,11 @@ class CountStore:
     def _compact(self, view: tuple[str, ...]) -> None:
         chunks = self.chunks[view]
         if len(chunks) > 1:
-            parts = [[*c[0], *c[1]] for c in chunks]
+            parts: list[list[np.ndarray | None]] = [[*c[0], *c[1]] for c in chunks]
             chunks.clear()
-            merged = []
+            merged: list[np.ndarray] = []
             for i in range(len(parts[0])):  # array by array, each batch's copy let go once merged
-                merged.append(np.concatenate([p[i] for p in parts]))
+                merged.append(np.concatenate([p[i] for p in parts]))  # type: ignore[misc]
                 for p in parts:
                     p[i] = None
             dims = self._key_dims()
