@@ -42,7 +42,7 @@ class LogOddsMeasure(Measure):
     )
     OPTION_DEFAULTS = {"alpha": 0.05, "clustering": "two_way"}
     # The paper's columns need (identity, context) sums; the tests those cells split by cluster and side.
-    VIEWS = (CELL_KEYS, CELL_KEYS + Measure.TEST_KEYS)
+    VIEWS = (CELL_KEYS, ("cluster", "pcluster", "side", *CELL_KEYS))
     VIEW_VALUES = {VIEWS[1]: ("offered", "selected")}  # the tests' sums
 
     def _compute_counts(self, store: CountStore, opts: dict[str, Any]) -> dict[str, Any]:

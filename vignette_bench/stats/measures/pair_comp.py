@@ -44,7 +44,7 @@ class PairCompMeasure(Measure):
     )
     OPTION_DEFAULTS = {"alpha": 0.05, "clustering": "two_way"}
     # The paper's columns need per-context sums; the tests per (pair, cluster, side): not their product.
-    VIEWS = (CELL_KEYS, ("identity", "partner", *Measure.TEST_KEYS))
+    VIEWS = (CELL_KEYS, ("cluster", "pcluster", "side", "identity", "partner"))
     VIEW_VALUES = {VIEWS[1]: ("offered", "selected")}  # the tests' sums
 
     def _compute_counts(self, store: CountStore, opts: dict[str, Any]) -> dict[str, Any]:

@@ -49,7 +49,7 @@ class PolarityMeasure(Measure):
     )
     OPTION_DEFAULTS = {"alpha": 0.05, "paper_overall": "dimension_mean", "clustering": "two_way"}
     # The paper's columns need per-term sums; the tests per (identity, dimension, direction, cluster, side).
-    VIEWS = (CELL_KEYS, ("identity", "trait_dimension", "direction", *Measure.TEST_KEYS))
+    VIEWS = (CELL_KEYS, ("cluster", "pcluster", "side", "identity", "trait_dimension", "direction"))
     VIEW_VALUES = {VIEWS[1]: ("offered", "selected")}  # the tests' sums
 
     def _compute_counts(self, store: CountStore, opts: dict[str, Any]) -> dict[str, Any]:

@@ -106,7 +106,7 @@ class SelectionFrequencyMeasure(Measure):
     OPTION_DEFAULTS = {"alpha": 0.05, "identities": None, "refusal_permutations": 999, "clustering": "two_way"}
     # The paper's columns need (identity, context) sums, the tests (identity, cluster, side) sums: two small
     # views instead of their product.
-    VIEWS = (CELL_KEYS, ("identity", "cluster", "side", "pcluster"))
+    VIEWS = (CELL_KEYS, ("cluster", "pcluster", "side", "identity"))
     VIEW_VALUES = {VIEWS[1]: ("offered", "selected", "offered_invalid")}  # the tests' sums
 
     def _compute_counts(self, store: CountStore, opts: dict[str, Any]) -> dict[str, Any]:
