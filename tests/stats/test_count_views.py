@@ -7,7 +7,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from vignette_bench.stats import VALUE_NAMES, CountStore, Vocab
+from vignette_bench.stats import VALUE_NAMES, CountStore, Vocab, aggregate
+from vignette_bench.stats.counts import _unravel
 
 COLUMNS = ("selected", "candidates", "context", "group", "chose_left")
 KEYS = ("identity", "context", "cluster", "side", "pcluster")
@@ -88,3 +89,27 @@ def test_a_repeated_dictionary_is_encoded_once_with_the_same_codes():
     # repeats inside a dictionary (Arrow allows them) get one code
     dup = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2], type=pa.int32()), pa.array(["e", "e", "b"]))
     assert v.encode(dup).tolist() == [4, 4, 0] and v.names == ["b", "a", "c", "d", "e"]
+
+
+def test_unravel_matches_numpy():
+    rng = np.random.default_rng(5)
+    for dims in ([7], [3, 1, 5], [166_667, 166_667, 3, 201, 60]):
+        flat = rng.integers(0, int(np.prod([float(d) for d in dims])), 1000)
+        got = _unravel(flat, dims)
+        assert all(g.dtype == np.int64 and (g == w).all() for g, w in zip(got, np.unravel_index(flat, dims)))
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_aggregate_of_sorted_and_unsorted_keys_sums_like_pandas(ordered):
+    rng = np.random.default_rng(6)
+    dims = [5000, 4000, 3]  # sparse: the sorting path
+    keys = [rng.integers(0, d, 3000) for d in dims]
+    if ordered:  # already in key order (chunks of disjoint cells): no sort is needed
+        order = np.lexsort(keys[::-1])
+        keys = [k[order] for k in keys]
+    values = [rng.random(3000), rng.integers(0, 9, 3000).astype(float)]
+    out_keys, sums = aggregate(keys, dims, values)
+    want = pd.DataFrame({"a": keys[0], "b": keys[1], "c": keys[2], "x": values[0], "y": values[1]})
+    want = want.groupby(["a", "b", "c"], as_index=False).sum()  # sorted by key, as aggregate returns
+    for got, col in zip([*out_keys, *sums], "abcxy"):
+        np.testing.assert_allclose(got, want[col].to_numpy(), rtol=1e-12)

@@ -110,19 +110,29 @@ def aggregate(
         if size <= 4 * len(flat) + 1_000_000:
             present = np.flatnonzero(np.bincount(flat, minlength=size))
             sums = [np.bincount(flat, weights=v, minlength=size)[present] for v in values]
-            return [k.astype(np.int64) for k in np.unravel_index(present, dims)], sums
+            return _unravel(present, dims), sums
         # Sorting, not hashing: the store's chunks are each sorted, so their concatenation is a few sorted
         # runs that a stable sort merges (at 10M answers 13M cells: 0.3 s against 4 s for pd.factorize).
-        order = np.argsort(flat, kind="stable")
-        flat = flat[order]
+        ordered = bool(np.all(flat[1:] >= flat[:-1]))  # chunks of disjoint, ordered cells: nothing to sort
+        order = None if ordered else np.argsort(flat, kind="stable")
+        flat = flat if order is None else flat[order]
         starts = np.flatnonzero(np.r_[True, flat[1:] != flat[:-1]])
-        sums = [np.add.reduceat(v[order], starts) for v in values]
-        return [k.astype(np.int64, copy=False) for k in np.unravel_index(flat[starts], dims)], sums
+        sums = [np.add.reduceat(v if order is None else v[order], starts) for v in values]
+        return _unravel(flat[starts], dims), sums
     frame = pd.DataFrame({f"k{i}": k for i, k in enumerate(keys)} | {f"v{i}": v for i, v in enumerate(values)})
     g = frame.groupby([f"k{i}" for i in range(len(keys))], sort=False).sum().reset_index()
     return [g[f"k{i}"].to_numpy(np.int64) for i in range(len(keys))], [
         g[f"v{i}"].to_numpy(float) for i in range(len(values))
     ]
+
+
+def _unravel(flat: np.ndarray, dims: list[int]) -> list[np.ndarray]:
+    """np.unravel_index as int64 arrays, by repeated divmod (6x faster on 12M codes of 5 keys)."""
+    out, rest = [], flat.astype(np.int64, copy=False)
+    for d in reversed(dims[1:]):
+        rest, code = np.divmod(rest, d)
+        out.append(code)
+    return [rest, *reversed(out)]
 
 
 def _sorted_codes(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -153,7 +163,7 @@ def aggregate_offers(
         else:
             cell, uniq = _sorted_codes(flat)  # cells in key order, so that `aggregate` merges sorted chunks
             counts = np.bincount(cell * 3 + state, minlength=3 * len(uniq)).reshape(-1, 3)
-        out_keys = [x.astype(np.int64) for x in np.unravel_index(uniq, dims)]
+        out_keys = _unravel(uniq, dims)
     else:
         frame = pd.DataFrame({f"k{i}": x for i, x in enumerate(keys)})
         cell = frame.groupby(list(frame.columns), sort=False).ngroup().to_numpy()
@@ -590,8 +600,9 @@ class CountStore:
             keys, sums = aggregate_offers([cols[k] for k in view], [dims[k] for k in view], state, weights, k_offer)
             chunks.append((keys, [sums[VALUE_NAMES.index(v)] for v in self.view_values[view]]))
             self.pending[view] += len(keys[0])
-            # merging sorted chunks is cheap, so compact often: the batches' cells are held at most ~1.5 times
-            if self.pending[view] > max(self.compacted[view] // 2, 4_000_000):
+            # merging sorted chunks is cheap, so compact often: once the batches' new cells pass half the
+            # compacted ones (`pending` counts both)
+            if self.pending[view] > max(self.compacted[view] * 3 // 2, 4_000_000):
                 self._compact(view)
 
     def _key_dims(self) -> dict[str, int]:
