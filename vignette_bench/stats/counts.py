@@ -18,6 +18,7 @@ and ``offered_invalid`` the refusals.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -612,17 +613,35 @@ class CountStore:
     def _compact(self, view: tuple[str, ...]) -> None:
         chunks = self.chunks[view]
         if len(chunks) > 1:
-            parts: list[list[np.ndarray | None]] = [[*c[0], *c[1]] for c in chunks]
+            all_dims = self._key_dims()
+            dims = [max(all_dims[k], 1) for k in view]
+            size = math.prod(dims)
+            if size < 2**62:
+                # one int64 code per cell instead of an array per key: the merge holds a fifth of the keys
+                codes = []
+                for keys, _ in chunks:
+                    codes.append(np.ravel_multi_index(keys, dims))
+                    keys.clear()
+                merged_keys, key_dims = [np.concatenate(codes)], [size]
+                del codes
+            else:
+                merged_keys, key_dims = self._merge([c[0] for c in chunks]), dims
+            values = self._merge([c[1] for c in chunks])
             chunks.clear()
-            merged: list[np.ndarray] = []
-            for i in range(len(parts[0])):  # array by array, each batch's copy let go once merged
-                merged.append(np.concatenate([p[i] for p in parts]))  # type: ignore[misc]
-                for p in parts:
-                    p[i] = None
-            dims = self._key_dims()
-            chunks.append(aggregate(merged[: len(view)], [dims[k] for k in view], merged[len(view) :]))
+            out_keys, sums = aggregate(merged_keys, key_dims, values)
+            chunks.append((_unravel(out_keys[0], dims) if size < 2**62 else out_keys, sums))
         self.compacted[view] = len(chunks[0][0][0]) if chunks else 0
         self.pending[view] = self.compacted[view]
+
+    @staticmethod
+    def _merge(arrays: list[list[np.ndarray]]) -> list[np.ndarray]:
+        """Concatenate the chunks' i-th arrays for each i, letting each chunk's copy go once merged."""
+        merged = []
+        for i in range(len(arrays[0])):
+            merged.append(np.concatenate([a[i] for a in arrays]))
+            for a in arrays:
+                a[i] = np.zeros(0)
+        return merged
 
     def cells(self, view: tuple[str, ...] | None = None) -> pd.DataFrame:
         """One row per cell of `view` (default: all the store's keys): key codes and the summed values."""

@@ -23,7 +23,7 @@ from vignette_bench.stats import (
     split_contrasts,
     to_lists,
 )
-from vignette_bench.stats.measure import Measure
+from vignette_bench.stats.measure import Measure, split_chunks
 
 
 class LogOddsMeasure(Measure):
@@ -77,6 +77,7 @@ class LogOddsMeasure(Measure):
             cells["context"].to_numpy(),
             alpha,
             two_way=crossed,
+            **split_chunks(crossed, 500_000),
         ).reindex(np.arange(len(cells)))
         flag[defined] = tests["flag"].fillna("missing_component").to_numpy(object)[defined]
         tested = flag == ""
