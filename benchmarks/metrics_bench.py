@@ -7,7 +7,7 @@ speed-up over a straightforward row-by-row implementation on the same 1M answers
 Clusters are the pair images (`pair_id` -> group), as the report gives them when render keys are
 absent; rows as clusters would make the cells grow with rows.
 
-Each 10M measurement runs in a fresh subprocess so that its peak RSS (ru_maxrss) is its own.
+Each 10M measurement runs in a fresh subprocess so that its peak RSS (VmHWM) is its own.
 """
 
 from __future__ import annotations
@@ -43,12 +43,15 @@ def simulate(
     n_activities: int = 75,
     n_terms: int = 60,
     questions_per_image: int = 60,
+    renders: int = 0,
 ) -> pa.Table:
     """Uniform-random answers over a VIGNETTE-like design, as Arrow dictionary columns.
 
     Images show two different identities of a 20-identity dimension; each image is asked
     `questions_per_image` questions. Context = trait term (with direction and dimension), so the
-    same table feeds all four metrics; the activity is kept in the image id.
+    same table feeds all four metrics; the activity is kept in the image id. With `renders` > 0 each
+    person of an image is one of that many renders of their identity, given as candidate_clusters: the
+    modules then cluster by render, two-way (own x partner render).
     """
     rng = np.random.default_rng(seed)
     n_images = math.ceil(n_rows / questions_per_image)
@@ -67,8 +70,20 @@ def simulate(
     cand = np.empty(2 * n_rows, dtype=np.int32)
     cand[0::2], cand[1::2] = lft, rgt
     terms = pa.array([f"term_{t:02d}" for t in range(n_terms)])
+    extra = {}
+    if renders:
+        # render codes identity * renders + r, drawn per image and side
+        ren = np.empty(2 * n_rows, dtype=np.int32)
+        ren[0::2] = (lft * renders + rng.integers(0, renders, n_images)[image]).astype(np.int32)
+        ren[1::2] = (rgt * renders + rng.integers(0, renders, n_images)[image]).astype(np.int32)
+        names = pa.array([f"identity_{i:03d}/render_{r}" for i in range(n_identities) for r in range(renders)])
+        extra["candidate_clusters"] = pa.ListArray.from_arrays(
+            pa.array(np.arange(0, 2 * n_rows + 1, 2, dtype=np.int32)),
+            pa.DictionaryArray.from_arrays(pa.array(ren), names),
+        )
     return pa.table(
         {
+            **extra,
             "selected": pa.DictionaryArray.from_arrays(pa.array(sel.astype(np.int32)), ids),
             "candidates": pa.ListArray.from_arrays(
                 pa.array(np.arange(0, 2 * n_rows + 1, 2, dtype=np.int32)),
@@ -97,23 +112,46 @@ def load(name: str):
     return evaluate.load(str(ROOT / "vignette_bench" / "metrics" / name))
 
 
-def child(name: str, path: str) -> None:
+def load_measure(name: str):
+    """The measure class behind the evaluate module `name` (what the report and leaderboard use: no evaluate,
+    hence no transformers/torch among the imports that peak RSS includes)."""
+    import importlib
+
+    from vignette_bench.stats.measure import Measure
+
+    module = importlib.import_module(f"vignette_bench.stats.measures.{name}")
+    cls = next(v for v in vars(module).values() if isinstance(v, type) and issubclass(v, Measure) and v is not Measure)
+    return cls()
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory. VmHWM where Linux gives it: ru_maxrss survives exec, so a child
+    would report its parent's peak at fork (here the simulated table: ~0.9 GB at 10M rows)."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child(name: str, path: str, via: str = "evaluate") -> None:
     """Run one metric on a parquet file in this fresh process; print seconds and peak RSS as JSON."""
-    metric = load(name)
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    metric = load(name) if via == "evaluate" else load_measure(name)
+    rss0 = peak_rss_mb()
     t0, c0 = time.perf_counter(), time.process_time()
     result = metric.compute(data=path)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = peak_rss_mb()
     s = result["summary"]
     print(
         json.dumps(
             {
                 "metric": name,
+                "via": via,
                 "seconds": seconds,
                 "cpu_seconds": cpu,
-                "peak_rss_mb": peak / 1024,
-                "rss_after_imports_mb": rss0 / 1024,
+                "peak_rss_mb": peak,
+                "rss_after_imports_mb": rss0,
                 "n_rows": s["n_rows"],
                 "ci_method": s.get("ci_method"),
                 "cluster_unit": s.get("cluster_unit"),
@@ -122,8 +160,8 @@ def child(name: str, path: str) -> None:
     )
 
 
-def run_child(name: str, path: str) -> dict:
-    cmd = [sys.executable, __file__, "--child", name, path]
+def run_child(name: str, path: str, via: str) -> dict:
+    cmd = [sys.executable, __file__, "--child", name, path, "--via", via]
     out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     if out.returncode:
         raise RuntimeError(out.stderr[-3000:])
@@ -257,28 +295,46 @@ def main() -> None:
     ap.add_argument("--naive-rows", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--child", nargs=2)
+    ap.add_argument(
+        "--via",
+        choices=("measure", "evaluate", "both"),
+        default="both",
+        help="run the measure classes (vignette_bench.stats.measures: what the report uses), the evaluate modules "
+        "(the measures plus evaluate's imports: transformers, torch), or each",
+    )
+    ap.add_argument("--metrics", nargs="+", choices=METRICS, default=list(METRICS))
+    ap.add_argument(
+        "--renders",
+        type=int,
+        default=0,
+        help="renders per identity given as candidate_clusters (two-way clustered tests); 0: clusters are pair images",
+    )
     args = ap.parse_args()
     if args.child:
-        child(args.child[0], args.child[1])
+        # a child runs one of the two (benchmarks/metrics_ab.py calls it without --via: the evaluate module)
+        child(args.child[0], args.child[1], "evaluate" if args.via == "both" else args.via)
         return
     print(f"python {sys.version.split()[0]}, cpus {os.cpu_count()}, seed {args.seed}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "answers.parquet")
         t0 = time.perf_counter()
-        pq.write_table(simulate(args.rows, args.seed), path)  # pair_id is the cluster (group)
+        # pair_id is the cluster (group), or with --renders each candidate's render (two-way)
+        pq.write_table(simulate(args.rows, args.seed, renders=args.renders), path)
         print(
             f"simulated {args.rows:,} answers -> parquet in {time.perf_counter() - t0:.1f} s ({os.path.getsize(path) / 1e6:.0f} MB)",
             flush=True,
         )
-        for name in METRICS:
-            r = run_child(name, path)
+        vias = ("measure", "evaluate") if args.via == "both" else (args.via,)
+        for name, via in ((n, v) for n in args.metrics for v in vias):
+            r = run_child(name, path, via)
             print(
-                f"{name:20s} {r['n_rows']:>11,} answers  wall {r['seconds']:6.2f} s  cpu {r['cpu_seconds']:6.2f} s  peak "
+                f"{name:20s} {via:8s} {r['n_rows']:>11,} answers  wall {r['seconds']:6.2f} s  cpu {r['cpu_seconds']:6.2f} s  peak "
                 f"RSS {r['peak_rss_mb']:6.0f} MB (after imports {r['rss_after_imports_mb']:.0f} MB)  "
                 f"[clusters: {r['cluster_unit']}; {r['ci_method']}]",
                 flush=True,
             )
-        compare_naive(args.naive_rows, args.seed, tmp)
+        if args.naive_rows > 0:
+            compare_naive(args.naive_rows, args.seed, tmp)
 
 
 if __name__ == "__main__":

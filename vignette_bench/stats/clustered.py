@@ -555,8 +555,9 @@ def refusal_homogeneity(
     strata = [start[rows_per == k][:, None] + np.arange(k) for k in np.unique(rows_per[rows_per > 0])]
     rng = np.random.default_rng(seed)
     exceed = 0
+    # ~2M labels per chunk: about 100 MB of temporaries (20M cost 0.6 GB of peak memory)
+    chunk = max(1, min(n_permutations, 2_000_000 // max(len(row_t), 1)))
     # the first chunk is small: at p = 0.5 the stop comes after ~2 * stop_after permutations
-    chunk = max(1, min(n_permutations, 20_000_000 // max(len(row_t), 1)))
     first = min(chunk, 4 * stop_after) if stop_after else chunk
     done = 0
     while done < n_permutations:

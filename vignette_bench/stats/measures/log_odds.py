@@ -23,7 +23,7 @@ from vignette_bench.stats import (
     split_contrasts,
     to_lists,
 )
-from vignette_bench.stats.measure import Measure
+from vignette_bench.stats.measure import Measure, split_chunks
 
 
 class LogOddsMeasure(Measure):
@@ -41,13 +41,16 @@ class LogOddsMeasure(Measure):
         "candidate_clusters",
     )
     OPTION_DEFAULTS = {"alpha": 0.05, "clustering": "two_way"}
+    # The paper's columns need (identity, context) sums; the tests those cells split by cluster and side.
+    VIEWS = (CELL_KEYS, ("cluster", "pcluster", "side", *CELL_KEYS))
+    VIEW_VALUES = {VIEWS[1]: ("offered", "selected")}  # the tests' sums
 
     def _compute_counts(self, store: CountStore, opts: dict[str, Any]) -> dict[str, Any]:
         alpha = float(opts["alpha"])
         two_way = check_clustering(opts["clustering"])
-        frame = store.cells()
+        frame = store.cells(self.VIEWS[1])
         crossed = two_way and bool((frame["pcluster"] != frame["cluster"]).any())
-        cells = frame.groupby(["identity", "context"], sort=False, as_index=False)[["selected", "offered"]].sum()
+        cells = store.cells(self.CELL_KEYS)
         ident = cells["identity"].to_numpy()
         n_id = len(store.vocabs["identity"].names)
         r_a = cells["selected"].to_numpy()
@@ -63,9 +66,9 @@ class LogOddsMeasure(Measure):
         defined = flag == ""
         p_paper, q_paper = fisher_with_bh(r_a, o_a - r_a, r_n, o_n - r_n, defined)
         # The verdict: the identity's side-balanced rate in this context minus in all others, by cluster.
-        g = frame.groupby(
-            ["identity", "context", "cluster", "side", *(["pcluster"] if crossed else [])], sort=False, as_index=False
-        )[["selected", "offered"]].sum()
+        # The view's cells are unique per (identity, context, cluster, side, pcluster), and pcluster is
+        # cluster unless crossed: no further sums are needed.
+        g = frame[["identity", "context", "cluster", "side", *(["pcluster"] if crossed else []), "selected", "offered"]]
         tests = split_contrasts(
             g.rename(columns={"selected": "y", "offered": "n", "pcluster": "partner_cluster"}),
             g["identity"].to_numpy(),
@@ -74,6 +77,7 @@ class LogOddsMeasure(Measure):
             cells["context"].to_numpy(),
             alpha,
             two_way=crossed,
+            **split_chunks(crossed, 500_000),
         ).reindex(np.arange(len(cells)))
         flag[defined] = tests["flag"].fillna("missing_component").to_numpy(object)[defined]
         tested = flag == ""

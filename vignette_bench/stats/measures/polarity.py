@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 
 from vignette_bench.stats import (
-    VALUE_NAMES,
     CountStore,
     bh_qvalues,
     check_clustering,
@@ -49,13 +48,16 @@ class PolarityMeasure(Measure):
         "candidate_clusters",
     )
     OPTION_DEFAULTS = {"alpha": 0.05, "paper_overall": "dimension_mean", "clustering": "two_way"}
+    # The paper's columns need per-term sums; the tests per (identity, dimension, direction, cluster, side).
+    VIEWS = (CELL_KEYS, ("cluster", "pcluster", "side", "identity", "trait_dimension", "direction"))
+    VIEW_VALUES = {VIEWS[1]: ("offered", "selected")}  # the tests' sums
 
     def _compute_counts(self, store: CountStore, opts: dict[str, Any]) -> dict[str, Any]:
         alpha = float(opts["alpha"])
         if opts["paper_overall"] not in PAPER_OVERALL:
             raise ValueError(f"paper_overall must be one of {PAPER_OVERALL}, got {opts['paper_overall']!r}")
-        frame = store.cells()
-        cells = frame.groupby(list(self.CELL_KEYS), sort=False, as_index=False)[list(VALUE_NAMES)].sum()
+        frame = store.cells(self.VIEWS[1])
+        cells = store.cells(self.CELL_KEYS)
         n_dim = len(store.vocabs["trait_dimension"].names)
         high_code = store.vocabs["direction"].index.get("high", -2)
         paper = _paper(cells, n_dim, high_code, opts["paper_overall"])
@@ -132,7 +134,9 @@ PAPER_COLUMNS = (
 def _tests(frame: pd.DataFrame, n_dim: int, high_code: int, alpha: float, crossed: bool = False) -> pd.DataFrame:
     """Cluster-robust tests per (identity, dimension) and overall, indexed by output code."""
     keys = ["identity", "trait_dimension", "direction", "cluster", "side", *(["pcluster"] if crossed else [])]
-    g = frame.groupby(keys, sort=False, as_index=False)[["selected", "offered"]].sum()
+    g = frame[
+        [*keys, "selected", "offered"]
+    ]  # the store's view is unique per these keys (pcluster: cluster unless crossed)
     ident, dim = g["identity"].to_numpy(), g["trait_dimension"].to_numpy()
     low = (g["direction"].to_numpy() != high_code).astype(np.int64)
     base = pd.DataFrame(

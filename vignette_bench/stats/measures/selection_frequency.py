@@ -15,10 +15,8 @@ import pandas as pd
 from vignette_bench.stats import (
     SIDE_LEFT,
     SIDE_RIGHT,
-    VALUE_NAMES,
     Z95,
     CountStore,
-    aggregate,
     bh_qvalues,
     cell_variance,
     check_clustering,
@@ -109,22 +107,20 @@ class SelectionFrequencyMeasure(Measure):
         "candidate_clusters",
     )
     OPTION_DEFAULTS = {"alpha": 0.05, "identities": None, "refusal_permutations": 999, "clustering": "two_way"}
+    # The paper's columns need (identity, context) sums, the tests (identity, cluster, side) sums: two small
+    # views instead of their product.
+    VIEWS = (CELL_KEYS, ("cluster", "pcluster", "side", "identity"))
+    VIEW_VALUES = {VIEWS[1]: ("offered", "selected", "offered_invalid")}  # the tests' sums
 
     def _compute_counts(self, store: CountStore, opts: dict[str, Any]) -> dict[str, Any]:
         alpha = float(opts["alpha"])
         two_way = check_clustering(opts["clustering"])
-        cells = store.cells()
+        cells = store.cells(self.VIEWS[1])
         crossed = two_way and bool((cells["pcluster"] != cells["cluster"]).any())
         names = store.vocabs["identity"].names
         n_id = len(names)
-        # bincount sums keep factuality's NaN chance NaN (a pandas sum would turn it into 0)
-        keys, sums = aggregate(
-            [cells["identity"].to_numpy(), cells["context"].to_numpy()],
-            [n_id, len(store.vocabs["context"].names)],
-            [cells[v].to_numpy(float) for v in VALUE_NAMES],
-        )
-        per_context = pd.DataFrame({"identity": keys[0], "context": keys[1], **dict(zip(VALUE_NAMES, sums))})
-        paper = _paper(per_context, n_id, bool(store.used_probabilities))
+        # the store's bincount sums keep factuality's NaN chance NaN (a pandas sum would turn it into 0)
+        paper = _paper(store.cells(self.CELL_KEYS), n_id, bool(store.used_probabilities))
         frame = pd.DataFrame({"identity": names, **{k: v for k, v in paper.items() if not k.startswith("paper_")}})
         # Sides: rates when left / right and the left share of valid offers.
         ident, side = cells["identity"].to_numpy(), cells["side"].to_numpy()
