@@ -139,6 +139,11 @@ def test_both_sided_identities_keep_their_numbers(monkeypatch):
     rows = fixed_order_rows(4, n_ids=5)
     new = _table(rows)
     monkeypatch.setattr(SelectionFrequencyMeasure, "CELL_KEYS", ("identity", "context"))
+    old_views = (("identity", "context"), ("cluster", "pcluster", "side", "identity"))
+    monkeypatch.setattr(SelectionFrequencyMeasure, "VIEWS", old_views)
+    monkeypatch.setattr(
+        SelectionFrequencyMeasure, "VIEW_VALUES", {old_views[1]: ("offered", "selected", "offered_invalid")}
+    )
     monkeypatch.setattr(sf_module, "position_tests", lambda cells, tests, frame, alpha: tests.assign(position=""))
     old = _table(rows)
     middle = ["id1", "id2", "id3"]

@@ -109,7 +109,8 @@ class SelectionFrequencyMeasure(Measure):
     OPTION_DEFAULTS = {"alpha": 0.05, "identities": None, "refusal_permutations": 999, "clustering": "two_way"}
     # The paper's columns need (identity, context) sums, the tests (identity, cluster, side) sums: two small
     # views instead of their product.
-    VIEWS = (CELL_KEYS, ("cluster", "pcluster", "side", "identity"))
+    # The other person's identity rides along in the tests' view: given the clusters it adds few cells.
+    VIEWS = (("identity", "context"), ("cluster", "pcluster", "side", "identity", "other"))
     VIEW_VALUES = {VIEWS[1]: ("offered", "selected", "offered_invalid")}  # the tests' sums
 
     def _compute_counts(self, store: CountStore, opts: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +121,7 @@ class SelectionFrequencyMeasure(Measure):
         names = store.vocabs["identity"].names
         n_id = len(names)
         # the store's bincount sums keep factuality's NaN chance NaN (a pandas sum would turn it into 0)
-        paper = _paper(store.cells(self.CELL_KEYS), n_id, bool(store.used_probabilities))
+        paper = _paper(store.cells(self.VIEWS[0]), n_id, bool(store.used_probabilities))
         frame = pd.DataFrame({"identity": names, **{k: v for k, v in paper.items() if not k.startswith("paper_")}})
         # Sides: rates when left / right and the left share of valid offers.
         ident, side = cells["identity"].to_numpy(), cells["side"].to_numpy()
