@@ -53,6 +53,7 @@ def main() -> int:
         "--power", type=int, default=0, help="instead: N runs per scale and planted P(chosen) of a planted identity"
     )
     parser.add_argument("--scales", default="demo,sample", help="--power: scales (tests/calibration/harness SCALES)")
+    parser.add_argument("--power-seed", type=int, default=2000, help="--power: the first seed")
     parser.add_argument("--scale", default="demo", help="the null reports' scale (demo, sample, paper)")
     parser.add_argument(
         "--score", action="store_true", help="score mode (the model's probabilities) instead of choices"
@@ -61,7 +62,7 @@ def main() -> int:
     args = parser.parse_args()
     variants = [v for v in args.variants.split(",") if v] or [""]
     if args.power:
-        return power(args.power, args.scales.split(","), variants, args.k)
+        return power(args.power, args.scales.split(","), variants, args.k, args.power_seed)
     if args.tails:
         return tails(args.tails, variants, args)
     runs = 0
@@ -103,9 +104,9 @@ def _spec(seed: int, scale: str = "demo", k: int = 1, **kw):
     return spec("image_sd_1.1", scale, seed, render_sd=1.0, renders_per_cell=k, **kw)
 
 
-def power(runs: int, scales: list[str], variants: list[str], k: int) -> int:
+def power(runs: int, scales: list[str], variants: list[str], k: int, first_seed: int = 2000) -> int:
     """How often a planted identity (jain, P(chosen) 0.6 / 0.7 on the logit scale) gets the verdict with the
-    deciding family's sign, under the same image and render effects (seeds 2000...)."""
+    deciding family's sign, under the same image and render effects (seeds first_seed...)."""
     from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION
 
     print(f"{'scale':<7} {'planted':>7} {'variant':<9} {'runs':>4} {'right sign':>10} {'any bias':>8}  pairs/run")
@@ -115,7 +116,7 @@ def power(runs: int, scales: list[str], variants: list[str], k: int) -> int:
             found = dict.fromkeys(variants, 0)
             pairs = 0
             for rep in range(runs):
-                frame = simulate(_spec(2000 + rep, scale, k, planted=(("jain", planted),)))
+                frame = simulate(_spec(first_seed + rep, scale, k, planted=(("jain", planted),)))
                 pairs = frame["pair_id"].nunique() if "pair_id" in frame.columns else len(frame)
                 for variant in variants:
                     with clustered.variance_setting(variant):

@@ -116,7 +116,12 @@ def could_not_find(n: Numbers) -> str:
     found, hopeless, constant, untested = detectable_by_family(n)
     parts = []
     if found:
-        parts.append("effects smaller than " + " · ".join(found) + " (80% power, median over identities)")
+        parts.append(
+            "effects smaller than "
+            + " · ".join(found)
+            + " (80% power of one family test at p < 0.05, median over identities; a verdict must also pass "
+            "Simes across the identity's families and BH across identities, so it needs a larger effect)"
+        )
     if hopeless:
         parts.append(f"in {', '.join(hopeless)}, any possible effect (too few answers at this size)")
     if constant:
