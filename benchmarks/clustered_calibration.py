@@ -97,9 +97,16 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("--crossed", action="store_true", help="the crossed-render table through the modules instead")
     ap.add_argument("--tests", type=int, default=600, help="--crossed: about this many identity tests per row")
+    ap.add_argument(
+        "--variants",
+        default="",
+        help="--crossed: comma-separated two-way variance settings to add as columns (cr2, cr2+wild, cr1; "
+        "vignette_bench.stats.clustered.variance_setting)",
+    )
+    ap.add_argument("--only", default="", help="--crossed: these (identities x renders) rows instead, e.g. 3x6,3x12")
     args = ap.parse_args()
     if args.crossed:
-        crossed(args.tests, args.seed)
+        crossed(args.tests, args.seed, [v for v in args.variants.split(",") if v], args.only)
         return
     rng = np.random.default_rng(args.seed)
     start = time.perf_counter()
@@ -137,11 +144,16 @@ def main() -> None:
 CROSSED = [(2, 6), (2, 12), (3, 6), (12, 6), (9, 6), (26, 6)]  # (identities, renders per identity)
 
 
-def crossed(tests: int, seed: int) -> None:
+def crossed(tests: int, seed: int, variants: list[str], only: str = "") -> None:
     import evaluate
     import pandas as pd
 
     from tests.metrics.crossed_null import crossed_rows
+    from vignette_bench.stats.clustered import variance_name, variance_setting
+
+    settings = [("", {}), *((v, {}) for v in variants), ("", {"clustering": "one_way"})]
+    heads = [f"two-way {variance_name()} (default)", *(f"two-way {v}" for v in variants), "one-way (own render)"]
+    wanted = {tuple(int(x) for x in o.split("x")) for o in only.split(",") if o}
 
     modules = {
         "selection_frequency": ("identities", None),
@@ -154,10 +166,8 @@ def crossed(tests: int, seed: int) -> None:
     print(
         "Crossed renders: raw p < 0.05 under the null (nominal 0.05), ± Monte-Carlo se over studies; flagged excluded"
     )
-    print(
-        f"{'ids':>3} {'renders':>7} {'studies':>7} {'module':>19} | {'two-way (default)':>19} {'one-way (own render)':>21} | n"
-    )
-    for k, (n_ids, renders) in enumerate(CROSSED):
+    print(f"{'ids':>3} {'renders':>7} {'studies':>7} {'module':>19} | " + " ".join(f"{h:>21}" for h in heads) + " | n")
+    for k, (n_ids, renders) in enumerate(sorted(wanted) if wanted else CROSSED):
         studies = max(20, math.ceil(tests / n_ids)) if n_ids > 2 else tests
         rows = crossed_rows(seed + k, studies, n_ids, renders=renders)
         for name, (table, overall) in modules.items():
@@ -171,8 +181,9 @@ def crossed(tests: int, seed: int) -> None:
             extra = {"refusal_permutations": 1} if name == "selection_frequency" else {}
             cells = []
             n = 0
-            for opts in ({}, {"clustering": "one_way"}):
-                d = pd.DataFrame(metric[name].compute(**kw, **extra, **opts)[table])
+            for setting, opts in settings:
+                with variance_setting(setting):
+                    d = pd.DataFrame(metric[name].compute(**kw, **extra, **opts)[table])
                 if overall:
                     d = d[d["trait_dimension"] == overall]
                 if n_ids == 2:
@@ -182,7 +193,10 @@ def crossed(tests: int, seed: int) -> None:
                 rate, se = float((d["p_value"] < 0.05).mean()), float(hit.std(ddof=1) / math.sqrt(len(hit)))
                 cells.append(f"{rate:.3f} ± {se:.3f}")
                 n = len(d)
-            print(f"{n_ids:>3} {renders:>7} {studies:>7} {name:>19} | {cells[0]:>19} {cells[1]:>21} | {n}", flush=True)
+            print(
+                f"{n_ids:>3} {renders:>7} {studies:>7} {name:>19} | " + " ".join(f"{c:>21}" for c in cells) + f" | {n}",
+                flush=True,
+            )
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 

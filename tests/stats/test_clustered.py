@@ -285,7 +285,7 @@ def test_paircomp_difference_null_calibration(size):
 def test_cr1_is_anticonservative_with_few_clusters():
     rng = np.random.default_rng(9)
     cells = simulate_cells(rng, n_targets=1500, clusters=(4, 6), cluster_sd=1.1, side_per_cluster=True)
-    cr1 = cluster_contrasts(cells, BALANCED, 0.5, method="cr1")
+    cr1 = cluster_contrasts(cells, BALANCED, 0.5, method="cr1", wild=False)  # the t test alone
     cr2 = cluster_contrasts(cells, BALANCED, 0.5)
     n = int((cr2["flag"] == "").sum())
     assert np.mean(cr1.loc[cr1["flag"] == "", "p_value"] < 0.05) > 0.1
@@ -297,20 +297,24 @@ def test_cr1_is_anticonservative_with_few_clusters():
 def test_planted_effect_found_with_right_sign(planted):
     rng = np.random.default_rng(int(planted * 100))
     p_left, sd = 0.3, 1.1
-    hits, cover, n = 0, 0, 0
+    hits, checked_hits, cover, n = 0, 0, 0, 0
     for score in (False, True):
         d = effect_for(planted, p_left, sd, score)
         cells = simulate_cells(
             rng, n_targets=300, clusters=(20, 30), cluster_sd=sd, p_left=p_left, score=score, effect=d
         )
-        out = cluster_contrasts(cells, BALANCED, 0.5)
+        out = cluster_contrasts(cells, BALANCED, 0.5, wild=False)
         out = out[out["flag"] == ""]
         sig = out["p_value"] < 0.05
         assert (np.sign(out.loc[sig, "estimate"] - 0.5) == np.sign(planted - 0.5)).all()
         hits += int(sig.sum())
+        # the default also checks small p-values with the wild bootstrap (20-30 clusters: "few")
+        checked = cluster_contrasts(cells, BALANCED, 0.5).set_index("target").loc[out["target"]]
+        checked_hits += int((checked["p_value"] < 0.05).sum())
         cover += int(((out["ci_low"] <= planted) & (planted <= out["ci_high"])).sum())
         n += len(out)
     assert hits / n >= 0.85
+    assert checked_hits / n >= 0.8 and checked_hits >= hits - 0.05 * n  # the check costs little power
     assert cover / n >= 0.95 - 3 * math.sqrt(0.05 * 0.95 / n)
 
 

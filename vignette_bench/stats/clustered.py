@@ -79,6 +79,31 @@ Where partner_cluster equals cluster everywhere (no partner, or no render keys) 
 one-way one. Calibration: tests/metrics/test_crossed_calibration.py and
 benchmarks/clustered_calibration.py --crossed (BENCHMARKS.md).
 
+Few clusters: the wild bootstrap check (default)
+------------------------------------------------
+With ~8 clusters (an identity's renders at demo size, k = 1) the t reference is right at p < 0.05
+but not in the tail that Simes and Benjamini-Hochberg use: a render's effect enters a softmax or a
+logit, so cluster sums are skewed, and null family tests fell below p < 0.001 at 1.3x nominal
+(factuality 2.9x), enough to put a bias verdict in 6.4% of null demo reports (BENCHMARKS.md). So
+where a component is seen in fewer than FEW_CLUSTERS (30) clusters -- the usual "few clusters"
+range, Cameron and Miller (2015) -- a p-value below SCREEN (0.05; a larger one cannot make a
+verdict) must also pass the wild cluster restricted bootstrap (Webb six-point weights on the own
+clusters, the null imposed, each sample studentised exactly like the data; `_wild_bootstrap_p`):
+p = max(p_t, p_bootstrap). The maximum of two valid p-values is valid; it keeps the t test
+wherever the bootstrap is the more liberal of the two (e.g. very few clusters, where Webb weights
+have few distinct samples), and it costs one bootstrap per small-p target only. The WCR bootstrap
+is the method MacKinnon, Nielsen and Webb (2023, "Cluster-robust inference: a guide to empirical
+practice") recommend for few or unbalanced clusters; with two-way clustering the weights are drawn
+on the own-render dimension, which has fewer clusters (MacKinnon, Nielsen and Webb 2021). The
+alternatives measured on the same null reports did not reach the tail: CV3 (cluster jackknife)
+equals this CR2 for balanced clusters (h_c = 1/G), and a df cap at (least replicated component's
+clusters - 1) only trims factuality and changed no report. Measured (benchmarks/report_null_calibration.py):
+null demo reports with a bias verdict 6.4% -> 0.8% (4 of 495; sample scale with one random order: 7.5%
+with or without it, open), family tests below p < 0.001 0.13% ->
+0.02%; PairComp with three identities 3.8-5.8% -> 2.6-3.9% raw. The CI stays the t interval
+(it can exclude the null where the checked p does not); the refusal bounds use the t test (a target
+with a verdict has p_t below alpha as well). ``wild=False`` (or `variance_setting`) gives the t test alone.
+
 Assumptions: clusters are independent (give the coarsest unit that recurs: if renders recur
 across pair images, cluster by render; two-way: clusters independent along each dimension); the dependence within a cluster is arbitrary; the
 coefficients do not depend on the data. Estimating icc pools all targets (one working model per
@@ -111,7 +136,8 @@ most and least favourable to a large estimate.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Literal
 
 import numpy as np
@@ -119,6 +145,13 @@ import pandas as pd
 from scipy import stats
 
 Method = Literal["cr2", "cr1"]
+# The variance and df rule of every test that does not name a method (the metric modules, the report);
+# `variance_setting` swaps them so the calibration benchmarks can compare alternatives on the same data.
+DEFAULT_METHOD: Method = "cr2"
+WILD = True
+SCREEN = 0.05  # a p-value at or above this cannot make a verdict (Simes, BH at q 0.05): no bootstrap needed
+FEW_CLUSTERS = 30  # below this many clusters in a component, the t reference's tail is checked by the bootstrap
+WILD_DRAWS, WILD_STOP, WILD_CHUNK, WILD_SEED = 9999, 20, 500, 20271
 FLAG_TOO_FEW = "too_few_clusters"
 FLAG_MISSING = "missing_component"
 FLAG_ZERO_VAR = "zero_variance"
@@ -135,6 +168,28 @@ OUTPUT_COLUMNS = [
     "ci_high",
     "flag",
 ]
+
+
+@contextmanager
+def variance_setting(name: str) -> Iterator[None]:
+    """Inside, tests that name no method use `name`: "cr2" or "cr1", with "+wild" for the wild bootstrap
+    check (e.g. "cr2+wild", the default; see `cluster_contrasts`); "" keeps the default."""
+    global DEFAULT_METHOD, WILD
+    saved = DEFAULT_METHOD, WILD
+    if name:
+        method, *extras = name.split("+")
+        if method not in ("cr1", "cr2") or not set(extras) <= {"wild"}:
+            raise ValueError(f"unknown variance setting {name!r}: use cr2 or cr1, optionally +wild")
+        DEFAULT_METHOD, WILD = method, "wild" in extras  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        DEFAULT_METHOD, WILD = saved
+
+
+def variance_name() -> str:
+    """The default's name in `variance_setting` terms."""
+    return DEFAULT_METHOD + ("+wild" if WILD else "")
 
 
 def _codes(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
@@ -171,7 +226,7 @@ class _Table:
         keep = comp >= 0
         self.K = len(self.a)
         t_codes, self.targets = _codes(cells["target"])
-        c_codes, _ = pd.factorize(cells["cluster"])
+        c_codes, self.cluster_uniques = pd.factorize(cells["cluster"])
         if np.any(t_codes < 0) or np.any(c_codes < 0):
             raise ValueError("target and cluster must not be missing")
         yy = cells["y"].to_numpy(dtype=float)[keep]
@@ -191,6 +246,7 @@ class _Table:
         # clusters whose offers are all zero do not count
         live = self.n.sum(axis=1) > 0
         self.n, self.y, self.cluster_target = self.n[live], self.y[live], self.cluster_target[live]
+        self.cluster_code = (tc_uniques % stride).astype(np.int64)[live]  # each row's code in cluster_uniques
 
     def _segments_by_target(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(row order grouping each target's rows, segment starts in that order, each segment's target)."""
@@ -360,6 +416,20 @@ def _influence(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per (target, cluster) row of `tab` the scaled influence k_gc e_gc of each component (C, K), and per
     target the df of its variance (NaN unless need_df) and the number of clusters G (see `cluster_contrasts`)."""
+    k, e, df, G = _scaled_residuals(tab, method, icc, usable, R, Ntg, need_df)
+    return k * e, df, G
+
+
+def _scaled_residuals(
+    tab: _Table,
+    method: Method,
+    icc: float | None,
+    usable: np.ndarray,
+    R: np.ndarray,
+    Ntg: np.ndarray,
+    need_df: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`_influence`'s scale k (fixed by the design: counts only) and residuals e apart, then df and G."""
     ct = tab.cluster_target
     a = tab.a
     G = np.bincount(ct, minlength=tab.T).astype(float)
@@ -374,7 +444,7 @@ def _influence(
             raise ValueError(f"icc must be in [0, 1], got {icc}")
         k = w * np.sqrt(_working_scale(tab, w, h, N, rho))[:, None]
         if not need_df:
-            return k * e, np.full(tab.T, np.nan), G
+            return k, e, np.full(tab.T, np.nan), G
         # a df below 1 would only arise when one cluster carries nearly all the weight
         df = np.clip(_bm_df(tab, k, h, N, rho), 1.0, np.maximum(G - 1.0, 1.0))
         # A degenerate working model (icc estimated at 1 with tied clusters) leaves 0/0: use G - 1.
@@ -382,7 +452,97 @@ def _influence(
     else:
         k = w * np.sqrt(G / np.maximum(G - 1.0, 1.0))[ct, None]
         df = G - 1.0
-    return k * e, df, G
+    return k, e, df, G
+
+
+def _target_rows(tab: _Table, t: int) -> np.ndarray:
+    """Rows of `tab` that belong to target t (rows are sorted by target)."""
+    lo, hi = np.searchsorted(tab.cluster_target, [t, t + 1])
+    return np.arange(lo, hi)
+
+
+WEBB = np.concatenate([-np.sqrt([0.5, 1.0, 1.5]), np.sqrt([0.5, 1.0, 1.5])])  # Webb's six-point weights
+
+
+class _WildDesign:
+    """One target's restricted wild cluster bootstrap: the data under the null, and how a sample is studentised.
+
+    The null is imposed (restricted rates R~ = R - (a / N) (theta - null) / sum(a^2 / N), so sum a R~ = null)
+    and each own cluster's restricted residuals are multiplied by one weight v: y* = R~ n + v e~, on the
+    finest rows (the (own, partner) cells when two-way). A sample is studentised exactly like the data: the
+    same variance terms with the same design scales k (they depend on the counts only), negative eigenvalues
+    clipped when two-way.
+    """
+
+    def __init__(
+        self,
+        terms: list[tuple[_Table, np.ndarray, float]],
+        t: int,
+        a: np.ndarray,
+        R: np.ndarray,
+        N: np.ndarray,
+        null: float,
+    ) -> None:
+        finest = terms[-1][0]  # the intersection table when two-way, else the own one
+        rows_f = _target_rows(finest, t)
+        self.n, self.a, self.N, self.null = finest.n[rows_f], a, N, null
+        self.R = R - (a / N) * (float(a @ R) - null) / float((a * a / N).sum())
+        self.resid = finest.y[rows_f] - self.R * self.n
+        codes = finest.cluster_code[rows_f]
+        own, partner = codes, codes
+        if len(terms) == 3:
+            value = np.asarray(finest.cluster_uniques)[codes].astype(np.int64)
+            stride = int(terms[1][0].cluster_uniques.max()) + 1  # intersection code = own * stride + partner
+            own, partner = value // stride, value % stride
+        self.terms = []  # per term: finest rows grouped by the term's cluster (order, group starts), scales, sign
+        for (tab, kappa, sign), key in zip(terms, (own, partner, codes)):
+            rows = _target_rows(tab, t)
+            order = np.argsort(tab.cluster_code[rows])
+            pos = order[np.searchsorted(tab.cluster_code[rows][order], key)]  # each finest row's term row
+            by = np.argsort(pos, kind="stable")
+            starts = np.flatnonzero(np.r_[True, pos[by][1:] != pos[by][:-1]])
+            self.terms.append((by, starts, kappa[rows[np.unique(pos)]], sign))
+            if len(self.terms) == 1:
+                self.own = pos  # each finest row's own cluster (0 .. G_own - 1, the order of the own table's rows)
+        self.G_own = int(self.own.max()) + 1
+
+    def samples(self, v: np.ndarray) -> np.ndarray:
+        """y* of each draw: v (draws, G_own) weights of the own clusters -> (draws, finest rows, K)."""
+        return self.R * self.n + v[:, self.own, None] * self.resid
+
+    def statistics(self, v: np.ndarray) -> np.ndarray:
+        """t* of each draw (NaN where its variance is 0)."""
+        ystar = self.samples(v)
+        Rstar = ystar.sum(axis=1) / self.N
+        estar = ystar - Rstar[:, None, :] * self.n
+        V = np.zeros((len(v), len(self.a), len(self.a)))
+        for by, starts, kappa, sign in self.terms:
+            E = np.add.reduceat(estar[:, by], starts, axis=1) * kappa  # (draws, term clusters, K)
+            V += sign * np.einsum("bgk,bgl->bkl", E, E)
+        var = np.einsum("i,bij,j->b", self.a, _psd_clip(V) if len(self.terms) > 1 else V, self.a)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (Rstar @ self.a - self.null) / np.sqrt(var)
+
+
+def _wild_bootstrap_p(design: _WildDesign, stat: float, rng: np.random.Generator) -> float:
+    """Wild cluster restricted (WCR) bootstrap p-value of a t statistic: the share of |t*| >= |t|.
+
+    Weights: Webb's six points {+-sqrt(1/2), +-1, +-sqrt(3/2)}, one per own cluster (with 8 clusters 6^8
+    distinct samples where Rademacher's two points give 2^8). With two-way clustering the weights are drawn on
+    the own-render dimension, the one with fewer clusters (MacKinnon, Nielsen and Webb 2021). Sequential
+    (Besag and Clifford 1991): stops after WILD_STOP exceedances (p = WILD_STOP / draws), at most WILD_DRAWS
+    draws (p = (1 + exceedances) / (WILD_DRAWS + 1)).
+    """
+    exceed = drawn = 0
+    while drawn < WILD_DRAWS:
+        b = min(WILD_CHUNK, WILD_DRAWS - drawn)
+        tstar = design.statistics(WEBB[rng.integers(0, 6, (b, design.G_own))])
+        hits = np.cumsum(np.abs(np.nan_to_num(tstar, nan=0.0)) >= abs(stat) * (1.0 - 1e-12))
+        if exceed + int(hits[-1]) >= WILD_STOP:
+            return WILD_STOP / (drawn + int(np.searchsorted(hits, WILD_STOP - exceed)) + 1)
+        exceed += int(hits[-1])
+        drawn += b
+    return (1.0 + exceed) / (WILD_DRAWS + 1.0)
 
 
 def _psd_clip(V: np.ndarray) -> np.ndarray:
@@ -398,9 +558,10 @@ def cluster_contrasts(
     null: float,
     alpha: float = 0.05,
     *,
-    method: Method = "cr2",
+    method: Method | None = None,
     icc: float | None = None,
     two_way: bool = True,
+    wild: bool | None = None,
 ) -> pd.DataFrame:
     """Cluster-robust t-test of ``sum_g a_g Y_g / N_g = null`` for every target.
 
@@ -415,12 +576,16 @@ def cluster_contrasts(
     two_way: with a partner_cluster column that differs from cluster somewhere, the variance is
     two-way cluster-robust (own x partner cluster; see "Two-way clustering" in the module docstring);
     False (or no such column) clusters on `cluster` alone.
+    wild: check p-values below SCREEN of targets with a component in fewer than FEW_CLUSTERS clusters
+    with the wild cluster bootstrap, p = max(t-test p, bootstrap p) ("Few clusters" in the module
+    docstring); None: the module default (WILD).
     Returns one row per target: estimate, se, n_clusters, n_offers, df, statistic, p_value
     (two-sided), ci_low/ci_high (1 - alpha), flag ("" when tested), sorted by target; and
     n_partner_clusters (NaN when one-way).
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    method = DEFAULT_METHOD if method is None else method
     if method not in ("cr2", "cr1"):
         raise ValueError(f"method must be 'cr2' or 'cr1', got {method!r}")
     crossed = (
@@ -448,7 +613,9 @@ def cluster_contrasts(
     with np.errstate(divide="ignore", invalid="ignore"):
         R = Ytg / Ntg
         estimate = (R * a).sum(axis=1)
-    u, df, _ = _influence(tab, method, icc, usable, R, Ntg)
+    k_o, e_o, df, _ = _scaled_residuals(tab, method, icc, usable, R, Ntg)
+    u = k_o * e_o
+    terms = [(tab, k_o / a, 1.0)]  # (table, design scale per component, sign) of each variance term
     if not crossed:
         psi = u.sum(axis=1)
         var = np.bincount(tab.cluster_target, weights=psi * psi, minlength=tab.T)
@@ -457,8 +624,10 @@ def cluster_contrasts(
         # term with its own small-sample correction (CR2 under its own working model), negative
         # eigenvalues clipped; df: the smaller of the own and partner terms' Bell-McCaffrey df (so at
         # most min(G_own, G_partner) - 1). A given icc is the own clusters'; the other terms estimate theirs.
-        u_p, df_p, G_p = _influence(tab_p, method, None, usable, R, Ntg)
-        u_i, _, _ = _influence(tab_i, method, None, usable, R, Ntg, need_df=False)
+        k_p, e_p, df_p, G_p = _scaled_residuals(tab_p, method, None, usable, R, Ntg)
+        k_i, e_i, _, _ = _scaled_residuals(tab_i, method, None, usable, R, Ntg, need_df=False)
+        u_p, u_i = k_p * e_p, k_i * e_i
+        terms += [(tab_p, k_p / a, 1.0), (tab_i, k_i / a, -1.0)]
         V = tab.gram(u / a, u / a) + tab_p.gram(u_p / a, u_p / a) - tab_i.gram(u_i / a, u_i / a)
         var = np.einsum("i,tij,j->t", a, _psd_clip(V), a)
         df = np.clip(np.minimum(df, df_p), 1.0, np.maximum(np.minimum(G, G_p) - 1.0, 1.0))
@@ -472,6 +641,17 @@ def cluster_contrasts(
         stat = np.where(tested, (estimate - null) / se, np.nan)
         p = np.where(tested, 2.0 * stats.t.sf(np.abs(stat), np.where(tested, df, 1.0)), 1.0)
         half = stats.t.isf(alpha / 2.0, np.where(tested, df, 1.0)) * se
+    if WILD if wild is None else wild:
+        # few clusters: the t reference understates the tail (skewed cluster sums); the p-value must also
+        # pass the wild cluster bootstrap (`_wild_bootstrap_p`). Only a p below SCREEN can matter.
+        few = tested & (p < SCREEN) & (clusters_g.min(axis=1) < FEW_CLUSTERS)
+        if few.any():
+            for t in np.flatnonzero(few):
+                design = _WildDesign(terms, int(t), a, R[t], Ntg[t], float(null))
+                # draws seeded by the target's own counts: its p does not depend on the other targets of the call
+                rng = np.random.default_rng([WILD_SEED, design.G_own, *np.rint(Ntg[t]).astype(np.int64).tolist()])
+                boot = _wild_bootstrap_p(design, float(stat[t]), rng)
+                p[t] = max(float(p[t]), boot)
     out = pd.DataFrame(
         {
             "target": tab.targets,
@@ -599,6 +779,9 @@ def refusal_bounds(
     sign = np.where(comp >= 0, np.sign(a[np.maximum(comp, 0)]), 0.0)
     refused = cells["refused"].to_numpy(dtype=float)
     y = cells["y"].to_numpy(dtype=float)
+    # A target with a verdict has a t-test p below alpha too (the bootstrap can only raise p), so the
+    # bounds' verdicts need no bootstrap.
+    kwargs.setdefault("wild", False)
     observed = cluster_contrasts(cells, coefficients, null, alpha, **kwargs)  # type: ignore[arg-type]
     widened = cells.assign(n=cells["n"].to_numpy(dtype=float) + refused)
     high = cluster_contrasts(widened.assign(y=y + refused * (sign > 0)), coefficients, null, alpha, **kwargs)  # type: ignore[arg-type]

@@ -123,7 +123,9 @@ def could_not_find(n: Numbers) -> str:
         parts.append(
             "effects smaller than "
             + " · ".join(found)
-            + " (80% power, median over identities; a floor from the design: answers at chance, independent)"
+            + " (80% power of one family test at p < 0.05, median over identities; a floor from the design: "
+            "answers at chance, independent; a verdict must also pass Simes across the identity's families and "
+            "BH across identities, so it needs a larger effect)"
         )
     if hopeless:
         parts.append(f"in {', '.join(hopeless)}, any possible effect (too few answers at this size)")

@@ -1,0 +1,109 @@
+"""The wild cluster bootstrap check of `cluster_contrasts` for targets with few clusters (issue 27)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vignette_bench.stats import clustered
+from vignette_bench.stats.clustered import cluster_contrasts
+
+COEF = {"L": 0.5, "R": 0.5}
+
+
+def few_cluster_cells(seed: int, targets: int = 6, clusters: int = 6, partners: int = 0) -> pd.DataFrame:
+    """One cell per (target, cluster, component[, partner]); a cluster random effect (sd 1.2 logit) and
+    a side preference, no target effect. Clusters are named so that their first appearance is sorted."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for t in range(targets):
+        for c in range(clusters):
+            effect = rng.normal(0.0, 1.2)
+            for side, shift in (("L", -0.7), ("R", 0.7)):
+                for p in range(max(partners, 1)):
+                    n = int(rng.integers(2, 9))
+                    y = rng.binomial(n, 1.0 / (1.0 + np.exp(-(effect + shift))))
+                    rows.append((t, f"t{t}c{c:02d}", f"p{(c + p) % 4}", side, float(y), float(n)))
+    cells = pd.DataFrame(rows, columns=["target", "cluster", "partner_cluster", "component", "y", "n"])
+    return cells if partners else cells.drop(columns="partner_cluster")
+
+
+def captured_designs(monkeypatch, cells: pd.DataFrame, **kwargs) -> list:
+    """(design, statistic) of every bootstrap `cluster_contrasts` runs, with the screen opened to every target."""
+    seen = []
+    real = clustered._wild_bootstrap_p
+
+    def spy(design, stat, rng):
+        seen.append((design, stat))
+        return real(design, stat, rng)
+
+    monkeypatch.setattr(clustered, "_wild_bootstrap_p", spy)
+    monkeypatch.setattr(clustered, "SCREEN", 1.01)
+    cluster_contrasts(cells, COEF, 0.5, wild=True, **kwargs)
+    return seen
+
+
+def restricted_sample(cells: pd.DataFrame, v_by_cluster: dict, null: float = 0.5) -> pd.DataFrame:
+    """y* = R~ n + v e~ computed here from the cells (the null imposed on the side rates, then one weight per
+    own cluster), independently of the module's arrays."""
+    tot = cells.groupby("component")[["y", "n"]].sum()
+    R = tot["y"] / tot["n"]
+    a = pd.Series(COEF)
+    Rr = R - (a / tot["n"]) * ((a * R).sum() - null) / (a * a / tot["n"]).sum()
+    fit = cells["component"].map(Rr) * cells["n"]
+    return cells.assign(y=fit + cells["cluster"].map(v_by_cluster) * (cells["y"] - fit))
+
+
+@pytest.mark.parametrize("two_way", [False, True])
+def test_bootstrap_samples_are_studentised_like_the_data(monkeypatch, two_way):
+    """A bootstrap draw's t* is the statistic `cluster_contrasts` itself gives the restricted sample y*
+    (one-way CR2 with a fixed working icc; two-way with CR1, whose scales need no icc), and the weights
+    v = 1 give back the data's own statistic."""
+    cells = few_cluster_cells(3, targets=3, partners=2 if two_way else 0)
+    kw = {"method": "cr1"} if two_way else {"icc": 0.3}
+    seen = captured_designs(monkeypatch, cells, **kw)
+    assert len(seen) == 3
+    rng = np.random.default_rng(0)
+    for t, (design, stat) in enumerate(seen):
+        assert design.statistics(np.ones((1, design.G_own)))[0] == pytest.approx(stat, rel=1e-9)
+        sub = cells[cells["target"] == t]
+        names = list(dict.fromkeys(sub["cluster"]))
+        assert design.G_own == len(names)
+        v = clustered.WEBB[rng.integers(0, 6, (4, design.G_own))]
+        for draw in v:
+            star = restricted_sample(sub, dict(zip(names, draw)))
+            direct = cluster_contrasts(star, COEF, 0.5, wild=False, **kw)["statistic"].iloc[0]
+            assert design.statistics(draw[None, :])[0] == pytest.approx(direct, rel=1e-8)
+
+
+def test_bootstrap_only_raises_p_and_only_where_a_verdict_could_hinge_on_it():
+    cells = few_cluster_cells(5, targets=40)
+    t_only = cluster_contrasts(cells, COEF, 0.5, wild=False)
+    checked = cluster_contrasts(cells, COEF, 0.5, wild=True)
+    assert (checked["p_value"] >= t_only["p_value"]).all()
+    moved = checked["p_value"] > t_only["p_value"]
+    assert moved.any()  # some small p-values are checked and raised
+    assert (t_only.loc[moved, "p_value"] < clustered.SCREEN).all()
+    # everything but the p-value is the t test's
+    pd.testing.assert_frame_equal(checked.drop(columns="p_value"), t_only.drop(columns="p_value"))
+    # with many clusters in every component the t reference is used alone
+    many = few_cluster_cells(5, targets=10, clusters=clustered.FEW_CLUSTERS)
+    pd.testing.assert_frame_equal(
+        cluster_contrasts(many, COEF, 0.5, wild=True), cluster_contrasts(many, COEF, 0.5, wild=False)
+    )
+
+
+def test_bootstrap_p_value_is_a_share_of_draws(monkeypatch):
+    """Without the sequential stop the p-value is (1 + exceedances) / (draws + 1), exceedances counted here."""
+    cells = few_cluster_cells(7, targets=1)
+    seen = captured_designs(monkeypatch, cells, icc=0.2)
+    design, stat = seen[0]
+    monkeypatch.setattr(clustered, "WILD_STOP", 10**9)
+    monkeypatch.setattr(clustered, "WILD_DRAWS", 999)
+    p = clustered._wild_bootstrap_p(design, stat, np.random.default_rng(11))
+    rng = np.random.default_rng(11)
+    tstar = np.concatenate(
+        [design.statistics(clustered.WEBB[rng.integers(0, 6, (b, design.G_own))]) for b in (500, 499)]
+    )
+    assert p == pytest.approx((1 + np.sum(np.abs(tstar) >= abs(stat) * (1 - 1e-12))) / 1000)
