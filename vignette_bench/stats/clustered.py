@@ -142,7 +142,8 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+
+from vignette_bench.stats import distributions
 
 Method = Literal["cr2", "cr1"]
 # The variance and df rule of every test that does not name a method (the metric modules, the report);
@@ -639,8 +640,8 @@ def cluster_contrasts(
     tested = flag == ""
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = np.where(tested, (estimate - null) / se, np.nan)
-        p = np.where(tested, 2.0 * stats.t.sf(np.abs(stat), np.where(tested, df, 1.0)), 1.0)
-        half = stats.t.isf(alpha / 2.0, np.where(tested, df, 1.0)) * se
+        p = np.where(tested, 2.0 * distributions.t_sf(np.abs(stat), np.where(tested, df, 1.0)), 1.0)
+        half = distributions.t_isf(alpha / 2.0, np.where(tested, df, 1.0)) * se
     if WILD if wild is None else wild:
         # few clusters: the t reference understates the tail (skewed cluster sums); the p-value must also
         # pass the wild cluster bootstrap (`_wild_bootstrap_p`). Only a p below SCREEN can matter.

@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from scipy import stats
 
+from vignette_bench.stats import distributions
 from vignette_bench.stats.arrow_input import column, list_values
 from vignette_bench.stats.inference import wilson_interval
 
@@ -695,7 +695,7 @@ class CountStore:
             lo, hi = wilson_interval(self.left, self.left_known)
             out["left_choice_rate"] = 100.0 * self.left / self.left_known
             out["left_choice_ci"] = [100.0 * float(lo), 100.0 * float(hi)]
-            out["left_choice_p_value"] = float(stats.binomtest(self.left, self.left_known, 0.5).pvalue)
+            out["left_choice_p_value"] = distributions.binom_two_sided_half(self.left, self.left_known)
         else:
             out["left_choice_rate"] = None
             out["left_choice_ci"] = None

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import stats
+
+from vignette_bench.stats import distributions
 
 Z95 = 1.959963984540054  # the two-sided 95% normal quantile
 
@@ -121,7 +122,7 @@ def bh_qvalues(p: Any, tested: np.ndarray | None = None) -> np.ndarray:
     q = np.ones(p.shape, dtype=float)
     mask = np.ones(p.shape, dtype=bool) if tested is None else np.asarray(tested, dtype=bool)
     if mask.any():
-        q[mask] = stats.false_discovery_control(p[mask], method="bh")
+        q[mask] = distributions.bh_adjust(p[mask])
     return q
 
 
@@ -175,8 +176,8 @@ def answers_needed(
         )
     if not (0.0 < alpha < 1.0 and 0.0 < power < 1.0 and n_tests >= 1):
         raise ValueError(f"need 0 < alpha < 1, 0 < power < 1, n_tests >= 1; got {alpha}, {power}, {n_tests}")
-    za = stats.norm.isf(alpha / (2.0 * n_tests))
-    zb = stats.norm.isf(1.0 - power)
+    za = distributions.norm_isf(alpha / (2.0 * n_tests))
+    zb = distributions.norm_isf(1.0 - power)
     d = abs(p1 - p0)
     if two_sample:
         pbar = (p0 + p1) / 2.0

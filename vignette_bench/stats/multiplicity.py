@@ -43,7 +43,9 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import special
+
+from vignette_bench.stats import distributions
 
 Dependence = Literal["forced_choice", "independent"]
 
@@ -158,13 +160,13 @@ def noise_corrected_magnitude(
     lam_hi = c * _invert_ncx2(q, nu, alpha / 2.0)
     lam_lo = c * _invert_ncx2(q, nu, 1.0 - alpha / 2.0)
     if p_values is None:
-        p_values = 2.0 * stats.norm.sf(np.abs(x / se))
+        p_values = 2.0 * distributions.norm_sf(np.abs(x / se))
     return {
         "magnitude": float(np.sqrt(max(0.0, mean_square))),
         "ci_low": float(np.sqrt(lam_lo * s2 / k)),
         "ci_high": float(np.sqrt(lam_hi * s2 / k)),
         "p_value": simes(p_values),
-        "p_value_chi2": float(stats.chi2.sf(q, nu)),
+        "p_value_chi2": float(distributions.chi2_sf(q, nu)),
         "mean_square": mean_square,
         "n_targets": k,
         "df_effective": float(nu),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from scipy import stats
+from vignette_bench.stats import distributions
 
 
 def latent_icc(sd: float) -> float:
@@ -45,8 +45,9 @@ def detectable_effect(se: float, alpha: float = 0.05, power: float = 0.8, df: fl
     _check(alpha, power)
     if se < 0:
         raise ValueError(f"se must be >= 0, got {se}")
-    dist = stats.norm if df is None else stats.t(df)
-    return float((dist.isf(alpha / 2.0) + dist.ppf(power)) * se)
+    if df is None:
+        return float((distributions.norm_isf(alpha / 2.0) + distributions.norm_ppf(power)) * se)
+    return float((distributions.t_isf(alpha / 2.0, df) + distributions.t_ppf(power, df)) * se)
 
 
 def cluster_se(
@@ -86,7 +87,7 @@ def clusters_needed(
     d = abs(effect)
     a = alpha / n_tests
     unit_se = cluster_se(1.0, answers_per_cluster=answers_per_cluster, icc=icc, baseline=baseline)
-    z = stats.norm.isf(a / 2.0) + stats.norm.ppf(power)
+    z = distributions.norm_isf(a / 2.0) + distributions.norm_ppf(power)
     g = max(2, math.ceil((z * unit_se / d) ** 2 - 1e-9))
     if not use_t:
         return g

@@ -55,10 +55,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from vignette_bench.stats import distributions
 from vignette_bench.stats.clustered import FLAG_TOO_FEW
 from vignette_bench.stats.counts import SIDE_LEFT
 from vignette_bench.stats.verdicts import detectable
@@ -340,13 +340,13 @@ def adjusted_test(f: Fit, p: Pairs, target: int, alpha: float = 0.05, shifts: tu
     )
     n_own = len(np.unique(own))
     df = max(min(n_own, g_eff) - 1.0, 1.0)
-    q = float(stats.t.isf(alpha / 2.0, df))
+    q = float(distributions.t_isf(alpha / 2.0, df))
     lo, hi = balanced_rate(f.side, np.array([delta - q * se, delta + q * se]))
     return Adjusted(
         rate=float(balanced_rate(f.side, delta)),
         se=float((hi - lo) / (2.0 * q)),
         df=df,
-        p_value=float(2.0 * stats.t.sf(abs(delta) / se, df)) if se > 0 else 1.0,
+        p_value=float(2.0 * distributions.t_sf(abs(delta) / se, df)) if se > 0 else 1.0,
         n_clusters=n_own,
         ci_low=float(lo),
         ci_high=float(hi),

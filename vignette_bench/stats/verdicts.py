@@ -18,8 +18,8 @@ from collections.abc import Hashable, Mapping
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from vignette_bench.stats import distributions
 from vignette_bench.stats.clustered import OUTPUT_COLUMNS, cluster_contrasts, estimate_icc, refusal_bounds
 from vignette_bench.stats.counts import SIDE_LEFT, SIDE_RIGHT
 from vignette_bench.stats.planning import detectable_effect
@@ -153,7 +153,7 @@ def detectable(se: np.ndarray, df: np.ndarray, alpha: float = 0.05, power: float
     ok = np.isfinite(se) & np.isfinite(df) & (df > 0)
     d = np.where(ok, df, 1.0)
     with np.errstate(invalid="ignore"):
-        return np.where(ok, (stats.t.isf(alpha / 2.0, d) + stats.t.ppf(power, d)) * se, np.nan)
+        return np.where(ok, (distributions.t_isf(alpha / 2.0, d) + distributions.t_ppf(power, d)) * se, np.nan)
 
 
 def expand(owner: np.ndarray, target_owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
