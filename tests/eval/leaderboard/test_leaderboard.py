@@ -25,7 +25,8 @@ def main(argv):
 SMALL = dict(
     dimensions=("religion",),
     genders=("female",),
-    n_activities=6,  # 6 render clusters per identity: enough for the cluster-robust test to find the planted one
+    n_activities=8,  # 8 render clusters per identity: enough for the cluster-robust test (with its few-cluster
+    # wild bootstrap check) to find the planted one
     n_traits=4,
     paradigms=("factuality", "perception", "stereotype", "decision"),
 )
