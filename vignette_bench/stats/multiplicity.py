@@ -61,15 +61,6 @@ def simes(p_values: Sequence[float] | np.ndarray) -> float:
     return float(min(1.0, np.min(len(p) * p / np.arange(1, len(p) + 1))))
 
 
-def _bh(p: np.ndarray) -> np.ndarray:
-    order = np.argsort(p)
-    ranked = p[order] * len(p) / np.arange(1, len(p) + 1)
-    q = np.minimum.accumulate(ranked[::-1])[::-1]
-    out = np.empty_like(q)
-    out[order] = np.minimum(q, 1.0)
-    return out
-
-
 def global_then_bh(frame: pd.DataFrame, by: Hashable | list[Hashable], p_col: str = "p_value") -> pd.DataFrame:
     """Simes p per group of `frame` (grouped by `by`), then BH q-values across the groups.
 
@@ -80,7 +71,7 @@ def global_then_bh(frame: pd.DataFrame, by: Hashable | list[Hashable], p_col: st
     out = grouped.agg(
         p_simes=lambda s: simes(s.to_numpy()), n_tests=lambda s: int(np.isfinite(s.to_numpy(dtype=float)).sum())
     ).reset_index()
-    out["q_value"] = _bh(out["p_simes"].to_numpy(dtype=float)) if len(out) else np.zeros(0)
+    out["q_value"] = distributions.bh_adjust(out["p_simes"].to_numpy(dtype=float)) if len(out) else np.zeros(0)
     return out
 
 
