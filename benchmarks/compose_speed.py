@@ -188,6 +188,8 @@ def end_to_end(args: argparse.Namespace) -> None:
             f"{n} pairs of identity_activity_contrast from {len(composer.reader.index.locations)} photo-like 1024² JPEG "
             f"renders -> {composer.size[0]}x{composer.size[1]}; best of {args.rounds} interleaved rounds; image sizes "
             + ", ".join(f"{c}: {sorted(s)}" for c, s in sides.items())
+            + "; KB per render "
+            + ", ".join(f"{c}: {sum(map(len, b.values())) / len(b) / 1e3:.1f}" for c, b in renders.items())
             + f"; .bmp and .png pixels identical: {pixels}\n  composition: {composition}\n  mean |pixel difference| "
             f"over {len(full)} pairs: 352-px vs 384-px copies {mean_diff('352', '384'):.2f}, 352-px copies vs full "
             f"renders {mean_diff('352', 'full'):.2f}, 384-px copies vs full renders {mean_diff('384', 'full'):.2f}"
