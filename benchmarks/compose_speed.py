@@ -4,29 +4,33 @@
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/compose_speed.py --compare-full   # + full renders vs reduced copies
 
 A source of photo-like 1024² JPEG renders (benchmarks/loader_bench.py's `build_bench_source`, q90)
-with reduced copies (`vignette build reduce`, 384 px) is built in a temporary folder. Then, in
-interleaved rounds (best of each kept: a shared, noisy machine), the same pairs (the first --pairs
-rows of `identity_activity_contrast`, renders already in the reader's cache, so no I/O is timed):
+is built in a temporary folder twice: with the default reduced copies (`vignette build reduce`: 352
+px since issue 25, the default tile's side) and with the 384-px copies every source had before
+(`--size 384`). Then, in interleaved rounds (best of each kept: a shared, noisy machine), the same
+pairs (the first --pairs rows of `identity_activity_contrast`, renders already in the reader's
+cache, so no I/O is timed):
 
-* floor: the two reduced copies decoded with `draft` and pasted side by side (no resize, no seam,
-  no container): what no pair can beat;
+* floors: two renders decoded with `draft` and pasted side by side (no resize, no seam, no
+  container): the full 1024² renders, the 384-px copies (BENCHMARKS.md's floor
+  before this change) and the 352-px copies (the default copies' own, the strictest);
 * `Composer.pair`: the composed PIL image (vignette_bench/loader/compose.py);
-* `ds[i]["image"]`, map-style: compose, encode for the `vignette://` path, datasets decodes it;
-  with the default `.bmp` paths and, for comparison, the `.png` paths every table had before
-  (`image_format="PNG"`);
-* streaming: iterating `load_dataset(..., streaming=True)`, rows with their images;
+* `ds[i]["image"]`, map-style: compose, encode for the `vignette://` path, datasets decodes it
+  (`.bmp` paths; once with the `.png` paths every table had before, `image_format="PNG"`);
+* streaming: iterating `load_dataset(..., streaming=True)`, rows with their images (the default
+  shard count gives this small source shards of 1–2 rows, each paying the per-shard set-up; once
+  more with `num_shards=1`, as a large source's shards of thousands of rows amortise it);
 * a torch DataLoader over the map-style dataset, 2 workers: CPU of this process and of the workers
-  (`RUSAGE_CHILDREN`, counted once they exit at the end of each pass);
-* the same source with its reduced copies cropped to the default tile (`vignette build reduce
-  --size 352x336 --crop`): `Composer.pair` and `ds[i]["image"]` (still × the 384-px copies' floor).
+  (`RUSAGE_CHILDREN`, counted once they exit at the end of each pass).
 
-Rates are pairs per CPU-second (all processes), and × the floor.
+Each of the last three for both sources. Rates are pairs per CPU-second (all processes), and × the
+384-px copies' floor and × the 352-px copies' floor.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import resource
 import sys
@@ -58,8 +62,7 @@ def timed(fn: Callable[[], object]) -> float:
 
 
 def build_source(folder: Path, activities: int) -> tuple[Path, Path]:
-    """The source with 384-px reduced copies, and a copy of it whose reduced copies are cropped to the
-    default tile (`vignette build reduce --size 352x336 --crop`)."""
+    """The source with the default reduced copies (352 px), and a copy of it with 384-px copies."""
     import shutil
 
     import loader_bench
@@ -68,47 +71,57 @@ def build_source(folder: Path, activities: int) -> tuple[Path, Path]:
 
     loader_bench.BENCH_ACTIVITIES = loader_bench.BENCH_ACTIVITIES[:activities]
     source = loader_bench.build_bench_source(folder / "src")
-    cropped = Path(shutil.copytree(source, folder / "src-cropped"))
+    before = Path(shutil.copytree(source, folder / "src-384"))
     write_reduced(source)
-    write_reduced(cropped, crop=((672 + 32 + 1) // 2, 336))  # the default tile: 352x336
-    return source, cropped
+    write_reduced(before, side=384)
+    return source, before
 
 
 def end_to_end(args: argparse.Namespace) -> None:
     import torch.utils.data
 
     with tempfile.TemporaryDirectory(prefix="compose-speed-") as tmp:
-        source, cropped = build_source(Path(tmp), args.activities)
+        source, before = build_source(Path(tmp), args.activities)
         name = "identity_activity_contrast"
-        ds = vignette.load_dataset(source, name, cache_dir=Path(tmp) / "cache")
+        cache = Path(tmp) / "cache"
+        ds = vignette.load_dataset(source, name, cache_dir=cache)
         n = min(args.pairs, len(ds))
         ds = ds.select(range(n))
-        crop_ds = vignette.load_dataset(cropped, name, cache_dir=Path(tmp) / "cache").select(range(n))
-        crop_composer = vignette.PairFileSystem.composers[(str(cropped), (672, 336), 32, True, os.getpid())]
-        png = vignette.load_dataset(source, name, cache_dir=Path(tmp) / "cache", image_format="PNG").select(range(n))
+        old = vignette.load_dataset(before, name, cache_dir=cache).select(range(n))
+        png = vignette.load_dataset(source, name, cache_dir=cache, image_format="PNG").select(range(n))
         stream = vignette.load_dataset(source, name, streaming=True).take(n)
-        crop_stream = vignette.load_dataset(cropped, name, streaming=True).take(n)
+        one_shard = vignette.load_dataset(source, name, streaming=True, num_shards=1).take(n)
+        old_stream = vignette.load_dataset(before, name, streaming=True).take(n)
         rows = ds.remove_columns(["image"]).to_list()
         composer = vignette.PairFileSystem.composers[(str(source), (672, 336), 32, True, os.getpid())]
-        reduced = {k: composer.reader.read(k, True)[0] for r in rows for k in (r["key_left"], r["key_right"])}
+        old_composer = vignette.PairFileSystem.composers[(str(before), (672, 336), 32, True, os.getpid())]
+        keys = [k for r in rows for k in (r["key_left"], r["key_right"])]
+        renders = {
+            "full": {k: composer.reader.read(k)[0] for k in keys},
+            "384": {k: old_composer.reader.read(k, True)[0] for k in keys},
+            "352": {k: composer.reader.read(k, True)[0] for k in keys},
+        }
+        sides = {copies: {Image.open(io.BytesIO(b)).size for b in renders[copies].values()} for copies in renders}
         tile_w = (composer.size[0] + composer.seam + 1) // 2
 
-        def floor() -> None:
-            for r in rows:
-                out = Image.new("RGB", composer.size, None)
-                for key, x in ((r["key_left"], 0), (r["key_right"], composer.size[0] - tile_w)):
-                    im = Image.open(io.BytesIO(reduced[key]))
-                    im.draft("RGB", (tile_w, composer.size[1]))
-                    im.load()
-                    out.paste(im, (x, 0))
+        def floor(copies: str) -> Callable[[], None]:
+            def run() -> None:
+                for r in rows:
+                    out = Image.new("RGB", composer.size, None)
+                    for key, x in ((r["key_left"], 0), (r["key_right"], composer.size[0] - tile_w)):
+                        im = Image.open(io.BytesIO(renders[copies][key]))
+                        im.draft("RGB", (tile_w, composer.size[1]))
+                        im.load()
+                        out.paste(im, (x, 0))
 
-        def pair() -> None:
-            for r in rows:
-                composer.pair(r["key_left"], r["key_right"])
+            return run
 
-        def crop_pair() -> None:
-            for r in rows:
-                crop_composer.pair(r["key_left"], r["key_right"])
+        def pairs_of(c: vignette.Composer) -> Callable[[], None]:
+            def run() -> None:
+                for r in rows:
+                    c.pair(r["key_left"], r["key_right"])
+
+            return run
 
         def map_style(d) -> Callable[[], None]:  # type: ignore[no-untyped-def]
             def run() -> None:
@@ -133,16 +146,19 @@ def end_to_end(args: argparse.Namespace) -> None:
             return run
 
         cases: dict[str, tuple[Callable[[], None], int]] = {
-            "floor: 2 draft decodes + paste": (floor, n),
-            "Composer.pair": (pair, n),
-            'ds[i]["image"], map-style (.bmp paths)': (map_style(ds), n),
-            'ds[i]["image"], map-style, .png paths (before)': (map_style(png.select(range(n // 4))), n // 4),
-            "streaming iteration (.bmp)": (streaming_of(stream), n),
-            "DataLoader, 2 workers (.bmp)": (loader_of(ds), n),
-            "copies cropped to the tile (--crop): Composer.pair": (crop_pair, n),
-            'copies cropped to the tile (--crop): ds[i]["image"]': (map_style(crop_ds), n),
-            "copies cropped to the tile (--crop): streaming": (streaming_of(crop_stream), n),
-            "copies cropped to the tile (--crop): DataLoader x2": (loader_of(crop_ds), n),
+            "floor: full 1024² renders": (floor("full"), n),
+            "floor: 384-px copies": (floor("384"), n),
+            "floor: 352-px copies": (floor("352"), n),
+            "352-px copies (default): Composer.pair": (pairs_of(composer), n),
+            '352-px copies (default): ds[i]["image"]': (map_style(ds), n),
+            "352-px copies (default): streaming": (streaming_of(stream), n),
+            "352-px copies (default): streaming, 1 shard": (streaming_of(one_shard), n),
+            "352-px copies (default): DataLoader x2": (loader_of(ds), n),
+            '352-px copies: ds[i]["image"], .png paths': (map_style(png.select(range(n // 4))), n // 4),
+            "384-px copies (before): Composer.pair": (pairs_of(old_composer), n),
+            '384-px copies (before): ds[i]["image"]': (map_style(old), n),
+            "384-px copies (before): streaming": (streaming_of(old_stream), n),
+            "384-px copies (before): DataLoader x2": (loader_of(old), n),
         }
         for fn, _ in cases.values():  # warm-up: caches, the first fork
             fn()
@@ -154,16 +170,36 @@ def end_to_end(args: argparse.Namespace) -> None:
                 best[label] = min(best[label], timed(fn))
                 walls[label] = min(walls[label], time.perf_counter() - w)
         pixels = np.array_equal(np.asarray(ds[0]["image"]), np.asarray(png[0]["image"]))
+        full = vignette.load_dataset(source, name, cache_dir=cache, reduced=False).select(range(min(n, 20)))
+        px = {"352": ds, "384": old, "full": full}
+
+        def mean_diff(a: str, b: str) -> float:  # mean |difference| of the pair pixels, 0..255
+            return float(
+                np.mean(
+                    [
+                        np.abs(np.asarray(px[a][i]["image"], np.int16) - np.asarray(px[b][i]["image"], np.int16)).mean()
+                        for i in range(len(full))
+                    ]
+                )
+            )
+
+        composition = json.loads(ds.info.description)["composition"]
         print(
             f"{n} pairs of identity_activity_contrast from {len(composer.reader.index.locations)} photo-like 1024² JPEG "
-            f"renders with reduced copies (384 px) -> {composer.size[0]}x{composer.size[1]}; best of {args.rounds} "
-            f"interleaved rounds; .bmp and .png pixels identical: {pixels}"
+            f"renders -> {composer.size[0]}x{composer.size[1]}; best of {args.rounds} interleaved rounds; image sizes "
+            + ", ".join(f"{c}: {sorted(s)}" for c, s in sides.items())
+            + "; KB per render "
+            + ", ".join(f"{c}: {sum(map(len, b.values())) / len(b) / 1e3:.1f}" for c, b in renders.items())
+            + f"; .bmp and .png pixels identical: {pixels}\n  composition: {composition}\n  mean |pixel difference| "
+            f"over {len(full)} pairs: 352-px vs 384-px copies {mean_diff('352', '384'):.2f}, 352-px copies vs full "
+            f"renders {mean_diff('352', 'full'):.2f}, 384-px copies vs full renders {mean_diff('384', 'full'):.2f}"
         )
-        floor_rate = cases["floor: 2 draft decodes + paste"][1] / best["floor: 2 draft decodes + paste"]
-        print(f"  {'path':<54} {'pairs/CPU-s':>12} {'x floor':>8} {'pairs/s wall':>13}")
+        rate = {label: count / best[label] for label, (_, count) in cases.items()}
+        f384, f352 = rate["floor: 384-px copies"], rate["floor: 352-px copies"]
+        print(f"  {'path':<46} {'pairs/CPU-s':>12} {'x 384 floor':>12} {'x 352 floor':>12} {'pairs/s wall':>13}")
         for label, (_, count) in cases.items():
-            rate = count / best[label]
-            print(f"  {label:<54} {rate:>12.1f} {rate / floor_rate:>8.2f} {count / walls[label]:>13.1f}")
+            r = rate[label]
+            print(f"  {label:<46} {r:>12.1f} {r / f384:>12.2f} {r / f352:>12.2f} {count / walls[label]:>13.1f}")
 
 
 def compare_full(args: argparse.Namespace) -> None:

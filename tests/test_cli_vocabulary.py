@@ -64,7 +64,7 @@ OWN_FLAGS: dict[str, set[str]] = {
     "build sample": {"--format", "--quality", "--identities", "--activities", "--renders-per-cell"},
     "build photos": {"--labels", "--taxonomy", "--quality"},
     "build news": {"--images", "--rows", "--skip-bad", "--rows-per-shard", "--placeholder"},
-    "build reduce": {"--quality", "--crop"},
+    "build reduce": {"--quality"},
     "build specs": {"--configs", "--rows-per-file"},
     "info": {"--json"},
     "show": {"--index", "--seam"},

@@ -5,6 +5,7 @@ renders' pixels exactly."""
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
@@ -35,7 +36,7 @@ def _pixels(ds, i: int = 0) -> np.ndarray:
 def test_copies_are_indexed_and_verified(source: Path) -> None:
     table = pq.read_table(source / "renders" / "index.parquet")
     assert all(c in table.column_names for c in REDUCED_COLUMNS)
-    assert set(table.column("reduced_width").to_pylist()) == {384} and all(table.column("reduced_shard").to_pylist())
+    assert set(table.column("reduced_width").to_pylist()) == {352} and all(table.column("reduced_shard").to_pylist())
     assert sorted(p.name for p in (source / "reduced").iterdir()) == sorted(
         p.name for p in (source / "renders").glob("*.tar")
     )
@@ -45,7 +46,7 @@ def test_copies_are_indexed_and_verified(source: Path) -> None:
 def test_pairs_compose_from_the_copies_and_say_so(source: Path) -> None:
     fast = vignette.load_dataset(source, "identity_contrast")
     full = vignette.load_dataset(source, "identity_contrast", reduced=False)
-    assert json.loads(fast.info.description)["composition"].startswith("reduced copies")
+    assert json.loads(fast.info.description)["composition"].startswith("reduced copies (shorter side 352 px)")
     assert json.loads(full.info.description)["composition"] == "full renders"
     a, b = _pixels(fast), _pixels(full)
     assert a.shape == b.shape and 0 < np.abs(a - b).mean() < 3  # close, not equal: a versioned change
@@ -57,7 +58,7 @@ def test_pairs_compose_from_the_copies_and_say_so(source: Path) -> None:
 
 
 def test_a_tile_larger_than_the_copies_uses_the_full_renders(source: Path) -> None:
-    big = (1024, 512)  # tiles of 528x512: more than the 384-px copies
+    big = (1024, 512)  # tiles of 528x512: more than the 352-px copies
     fast = vignette.load_dataset(source, "identity_contrast", size=big)
     full = vignette.load_dataset(source, "identity_contrast", size=big, reduced=False)
     assert np.array_equal(_pixels(fast), _pixels(full))
@@ -119,23 +120,75 @@ def test_small_renders_get_no_copy_and_rebuilding_replaces_the_copies(tmp_path: 
     assert verify_source(str(big), progress=False, decode=True) == []
 
 
-def test_copies_cropped_to_the_tile_compose_without_a_resize(source: Path, tmp_path: Path) -> None:
-    """`vignette build reduce --size 352x336 --crop` (issue 25): copies are the default tile itself, so
-    composing the default pair decodes and pastes them; other sizes still crop and scale from them."""
+def test_the_default_side_is_the_default_pairs_tile() -> None:
+    """The default copies hold the default pair's tile at scale 1 (issue 25): their side is its longer side."""
+    from vignette_bench.dataset_builder.arguments import DEFAULT_SIDE
+    from vignette_bench.formats.pair_config import DEFAULT_SEAM, DEFAULT_SIZE
+
+    assert DEFAULT_SIDE == max((DEFAULT_SIZE[0] + DEFAULT_SEAM + 1) // 2, DEFAULT_SIZE[1])
+
+
+def test_the_default_tile_of_a_352_px_copy_is_its_crop(source: Path) -> None:
+    """The default pair from the default copies is the copies' own pixels, cropped and cross-faded: no
+    resampling (PIL resizes a whole-pixel box at scale 1 as a copy); outside the seam each half is
+    exactly the centre crop of its decoded copy."""
+    from PIL import Image
+
+    ds = vignette.load_dataset(source, "identity_contrast")
+    reader = vignette.RenderReader(vignette.RenderIndex.load(vignette.Source(source)))
+    row = ds[0]
+    copies = [
+        np.asarray(Image.open(io.BytesIO(reader.read(k, True)[0])).convert("RGB"))
+        for k in (row["key_left"], row["key_right"])
+    ]
+    assert all(c.shape == (352, 352, 3) for c in copies)
+    pair = np.asarray(row["image"])
+    left, right = (c[8:344] for c in copies)  # the 352x336 tile: rows 8..343 of the 352x352 copy
+    assert np.array_equal(pair[:, : 352 - 32], left[:, : 352 - 32])
+    assert np.array_equal(pair[:, 352:], right[:, 32:])
+
+
+def test_other_tile_shapes_keep_the_full_renders_field_of_view(source: Path) -> None:
+    """A tile of another shape inside 352x352 comes from the same copies, scaled, and shows what the full
+    render's tile shows (close pixels, not a zoomed or shifted crop)."""
+    for size in ((448, 224), (600, 336), (352, 352)):  # tiles 240x224, 316x336, 192x352
+        fast = vignette.load_dataset(source, "identity_contrast", size=size)
+        full = vignette.load_dataset(source, "identity_contrast", size=size, reduced=False)
+        n = len(pq.read_table(source / "renders" / "index.parquet"))
+        assert f"({n} of {n} renders)" in json.loads(fast.info.description)["composition"]
+        a, b = _pixels(fast), _pixels(full)
+        assert a.shape == b.shape and np.abs(a - b).mean() < 3, size
+
+
+def test_the_cli_writes_copies_of_the_side_asked(source: Path, tmp_path: Path) -> None:
     from vignette_bench.cli import main as vignette_cli
 
     copy = Path(shutil.copytree(source, tmp_path / "src"))
-    assert vignette_cli(["build", "reduce", "--source", str(copy), "--size", "352x336", "--crop"]) == 0
+    assert vignette_cli(["build", "reduce", "--source", str(copy), "--size", "384"]) == 0
     table = pq.read_table(copy / "renders" / "index.parquet")
-    assert set(zip(table.column("reduced_width").to_pylist(), table.column("reduced_height").to_pylist())) == {
-        (352, 336)
-    }
+    assert set(table.column("reduced_height").to_pylist()) == {384}
     assert verify_source(str(copy), progress=False, decode=True) == []
-    tiles = vignette.load_dataset(copy, "identity_contrast")
-    n = len(table)
-    assert f"({n} of {n} renders)" in json.loads(tiles.info.description)["composition"]
-    full = vignette.load_dataset(source, "identity_contrast", reduced=False)
-    a, b = _pixels(tiles), _pixels(full)
-    assert a.shape == b.shape and 0 < np.abs(a - b).mean() < 3  # close, not equal: a versioned change
-    small = vignette.load_dataset(copy, "identity_contrast", size=(448, 224))  # tiles of 240x224: scaled
-    assert small[0]["image"].size == (448, 224)
+    ds = vignette.load_dataset(copy, "identity_contrast")
+    assert "(shorter side 384 px)" in json.loads(ds.info.description)["composition"]
+    a, b = _pixels(ds), _pixels(vignette.load_dataset(source, "identity_contrast"))
+    assert a.shape == b.shape and 0 < np.abs(a - b).mean() < 3  # another version of the pixels, and it says so
+
+
+def test_a_copy_is_scaled_as_composition_scales_the_full_render() -> None:
+    """The copy is the full render scaled by composition's own rule (draft + bilinear), so the default tile
+    cut from it differs from the full render's tile by JPEG alone (Lanczos, before issue 25, added its own
+    difference: 5.0 of 255 here at quality 100, against 3.1)."""
+    from PIL import Image
+
+    from vignette_bench.dataset_builder.placeholder import photo_like
+    from vignette_bench.dataset_builder.reduced import reduce_image
+    from vignette_bench.loader.compose import _tile
+
+    out = io.BytesIO()
+    photo_like(0).save(out, "JPEG", quality=90)
+    render = out.getvalue()
+    tile = np.asarray(_tile(Image.open(io.BytesIO(render)), 352, 336)).astype(int)
+    copy = reduce_image(render, 352, quality=100)
+    assert copy is not None and copy[1:] == (352, 352)
+    cut = np.asarray(Image.open(io.BytesIO(copy[0])).convert("RGB")).astype(int)[8:344]
+    assert np.abs(cut - tile).mean() < 4

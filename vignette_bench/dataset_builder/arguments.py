@@ -29,7 +29,11 @@ SAMPLE_IDENTITIES = ("man", "woman", "muslim", "hindu", "christian", "old", "you
 SAMPLE_ACTIVITIES = ("cooking", "driving", "teaching", "programming", "exercising", "babysitting")
 
 
-DEFAULT_SIDE = 384
+# The default 672x336 pair's tile is 352x336 (seam 32): a square render's copy with shorter side 352
+# holds that tile at scale 1 (a crop: PIL does no resampling), and any copy of side 352 covers every
+# tile up to 352x352 with the full render's field of view. It was 384 before issue 25 (a bilinear
+# resize per tile, ~0.9 ms). tests/loader/test_reduced.py pins the relation to the default pair.
+DEFAULT_SIDE = 352
 DEFAULT_QUALITY = 90
 
 
@@ -137,15 +141,9 @@ def reduce_add_arguments(p: argparse.ArgumentParser) -> None:
     opt.size(
         p,
         default=(DEFAULT_SIDE, DEFAULT_SIDE),
-        help=f"the tile WxH each copy must cover: its shorter side is max(W, H) (default {DEFAULT_SIDE})",
+        help=f"the tile WxH each copy must cover: its shorter side is max(W, H) (default {DEFAULT_SIDE}: the default pair's tile, taken at scale 1)",
     )
     p.add_argument("--quality", type=int, default=DEFAULT_QUALITY)
-    p.add_argument(
-        "--crop",
-        action="store_true",
-        help="cover-crop each copy to exactly --size WxH (e.g. 352x336, the tile of the default 672x336 pair with its 32-px seam): "
-        "composing that size then decodes and pastes, with no resize (slightly different pixels again)",
-    )
 
 
 def specs_add_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,9 +1,11 @@
 """``vignette build reduce --source SOURCE``: a reduced copy of every render, sized for composition.
 
 Composing a pair spends most of its time decoding two 1024² JPEGs (even at libjpeg's half scale the
-whole bitstream is entropy-decoded). A copy whose shorter side is ``side`` pixels (default 384: a
-default 672×336 pair needs 352×336 tiles) decodes ~4× faster (``--crop``: copies cropped to exactly
-the tile, so the default pair needs no resize at all). The copies are JPEG shards under
+whole bitstream is entropy-decoded). A copy whose shorter side is ``side`` pixels decodes ~4× faster.
+The default side, 352, is the default 672×336 pair's 352×336 tile: from a square render's copy that
+tile is a crop at scale 1, so the default pair costs two decodes and a paste (no resize; 384 before
+issue 25, BENCHMARKS.md). Tiles up to 352×352 of any shape come from the copies with the full
+render's field of view; larger ones from the full renders. The copies are JPEG shards under
 ``reduced/`` (one per render shard, same name; members ``<key>.jpg``), and six columns of
 ``renders/index.parquet`` say where each lies (``reduced_shard``, ``reduced_offset``,
 ``reduced_length``, ``reduced_sha256``, ``reduced_width``, ``reduced_height``; null where a render is
@@ -35,18 +37,15 @@ from vignette_bench.formats.render_index import REDUCED_COLUMNS
 REDUCED_DIR = "reduced"
 
 
-def reduce_image(
-    data: bytes, side: int, quality: int = DEFAULT_QUALITY, crop: tuple[int, int] | None = None
-) -> tuple[bytes, int, int] | None:
-    """JPEG bytes of ``data`` scaled so its shorter side is ``side`` (Lanczos), or None if it is not larger.
+def reduce_image(data: bytes, side: int, quality: int = DEFAULT_QUALITY) -> tuple[bytes, int, int] | None:
+    """JPEG bytes of ``data`` scaled so its shorter side is ``side``, or None if it is not larger.
 
-    ``crop=(W, H)``: instead, the centre cover-crop of ``data`` to W x H (what composition cuts from a
-    render for a W x H tile, vignette_bench/loader/compose.py), so composing tiles of that size needs no
-    resize at all; None if the render is not larger than W x H."""
+    Scaled as composition scales a full render (`compose._tile`: ``draft``, then PIL's bilinear, which
+    widens its support when shrinking), so the default tile cut from a square render's 352-px copy has
+    the full render's tile pixels to within ±1 before JPEG; JPEG quantisation is the only difference. (Lanczos
+    before issue 25 added its own: mean |Δ| 3.6 of 255 on photo-like renders, before JPEG.)"""
     from PIL import Image
 
-    if crop is not None:
-        return _cropped(data, crop, quality)
     with Image.open(io.BytesIO(data)) as im:
         w, h = im.size
         if min(w, h) <= side:
@@ -55,40 +54,14 @@ def reduce_image(
         size = (max(side, round(w * scale)), max(side, round(h * scale)))
         if im.format == "JPEG":
             im.draft("RGB", size)  # decode at a DCT scale still at least `size`: the filter then does the rest
-        small = im.convert("RGB").resize(size, Image.Resampling.LANCZOS)
+        small = im.convert("RGB").resize(size, Image.Resampling.BILINEAR)
     out = io.BytesIO()
     small.save(out, "JPEG", quality=quality, optimize=True)
     return out.getvalue(), size[0], size[1]
 
 
-def _cropped(data: bytes, tile: tuple[int, int], quality: int) -> tuple[bytes, int, int] | None:
-    from PIL import Image
-
-    tile_w, height = tile
-    with Image.open(io.BytesIO(data)) as im:
-        if im.size[0] < tile_w or im.size[1] < height or im.size == tile:
-            return None
-        if im.format == "JPEG":
-            im.draft("RGB", tile)  # a DCT scale still covering the tile
-        img = im.convert("RGB")
-        w, h = img.size
-        if w * height > h * tile_w:  # the box of compose._tile, at this scale
-            cw = h * tile_w / height
-            box = ((w - cw) / 2, 0.0, (w + cw) / 2, float(h))
-        else:
-            ch = w * height / tile_w
-            box = (0.0, (h - ch) / 2, float(w), (h + ch) / 2)
-        small = img.resize(tile, Image.Resampling.LANCZOS, box=box)
-    out = io.BytesIO()
-    small.save(out, "JPEG", quality=quality, optimize=True)
-    return out.getvalue(), tile_w, height
-
-
-def write_reduced(
-    root: str | Path, side: int = DEFAULT_SIDE, quality: int = DEFAULT_QUALITY, crop: tuple[int, int] | None = None
-) -> int:
+def write_reduced(root: str | Path, side: int = DEFAULT_SIDE, quality: int = DEFAULT_QUALITY) -> int:
     """Write ``root/reduced/*.tar`` and add the reduced-copy columns to the index; returns copies written.
-    ``crop=(W, H)``: copies cover-cropped to exactly W x H (`reduce_image`), e.g. the default pair's tile.
 
     Rebuilt whole each time (the old ``reduced/`` is replaced only once the new one is complete, and the
     index last, atomically), so a crash leaves the previous state."""
@@ -109,9 +82,7 @@ def write_reduced(
                 tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) as tar,
             ):
                 for r in sorted(members, key=lambda r: r["offset"]):
-                    small = reduce_image(
-                        read_image_bytes(str(root), shard, r["offset"], r["length"]), side, quality, crop
-                    )
+                    small = reduce_image(read_image_bytes(str(root), shard, r["offset"], r["length"]), side, quality)
                     if small is None:
                         continue
                     data, w, h = small
@@ -142,9 +113,7 @@ def write_reduced(
 
 def main(args: argparse.Namespace) -> int:
     side = max(args.size)
-    crop = tuple(args.size) if args.crop else None
-    n = write_reduced(args.source, side, args.quality, crop)  # type: ignore[arg-type]
+    n = write_reduced(args.source, side, args.quality)
     size = sum(p.stat().st_size for p in (Path(args.source) / REDUCED_DIR).glob("*.tar"))
-    what = f"cropped to {crop[0]}x{crop[1]}" if crop else f"{side} px"
-    print(f"{REDUCED_DIR}/: {n} reduced copies ({what}), {size / 1e6:.1f} MB; index updated")
+    print(f"{REDUCED_DIR}/: {n} reduced copies ({side} px), {size / 1e6:.1f} MB; index updated")
     return 0

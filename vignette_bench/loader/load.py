@@ -473,7 +473,12 @@ def _composition(composer: Composer, index: RenderIndex) -> str:
     if not composer.use_reduced or not index.reduced:
         return "full renders"
     fits = sum(composer._fits(k) for k in index.locations)
-    return f"reduced copies where both renders of a pair have one covering the tile ({fits} of {len(index.locations)} renders)"
+    # the copies' side names their version: 384-px copies (before issue 25) and 352-px ones give different pixels
+    sides = "/".join(str(s) for s in sorted({min(w, h) for _, w, h in index.reduced.values()}))
+    return (
+        f"reduced copies (shorter side {sides} px) where both renders of a pair have one covering the tile "
+        f"({fits} of {len(index.locations)} renders)"
+    )
 
 
 def _warn_uncovered(coverage: Coverage, config: str, identities: Any, activities: Any) -> None:
