@@ -1,7 +1,12 @@
 """Report and leaderboard numbers under a null model, and the cost of a full-taxonomy report.
 
     python benchmarks/report.py [--seeds 10] [--skip-full]
-    python benchmarks/report.py --demo demo_out   # only 3. (after `make demo`)
+    python benchmarks/report.py --demo demo_out [--base DIR]   # only 3. (after `make demo`)
+    python benchmarks/report.py --full [--base DIR]             # only 2.
+
+--base DIR: an older tree (e.g. `mkdir DIR && git archive <commit> | tar -x -C DIR`) whose report is timed
+back to back with this one, try by try, in fresh processes (run from DIR with PYTHONPATH=DIR, so its own code
+is imported), so that both see the same load on a shared machine.
 
 1. Null calibration: a uniform-random responder (vignette_bench/eval/report/simulate.py) over religion + age
    (21 identities), decision + perception + stereotype + factuality; for each seed, the share of
@@ -10,7 +15,8 @@
    per-family flag, and the decision bias magnitude (noise-corrected RMS) beside the old mean
    |S − 50|. Then the same with one planted identity.
 2. Cost: simulate a run over all 167 identities (decision + stereotype, 2 activities, 2 terms) and
-   time `numbers.compute` and the whole report (figures included), in one process.
+   time `numbers.compute` in this process, then `vignette report` on it in a fresh process per `--figures`
+   setting (findings, all): CPU seconds (user + system, imports included), wall seconds, page size, figures.
 3. With --demo DIR (a `vignette demo` output): `vignette report` on the demo's four runs in a fresh process
    per `--figures` setting, its CPU seconds (user + system, imports included; best of 3 and every try: the
    machine is shared), wall seconds, page size and figure count; the imports alone; then where the CPU of
@@ -58,47 +64,79 @@ def null_rates(seeds: int, planted=()) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _cpu_of(cmd: list[str]) -> float:
-    """CPU seconds (user + system) of a child process."""
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cpu_of(cmd: list[str], tree: Path = ROOT) -> float:
+    """CPU seconds (user + system) of a child process running `tree`'s code (cwd and PYTHONPATH = tree)."""
+    import os
     import resource
     import subprocess
 
+    env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(cmd, check=True, capture_output=True)
+    subprocess.run(cmd, check=True, capture_output=True, cwd=tree, env=env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def demo_cost(demo: Path, tries: int = 3) -> None:
+def _report_cost(runs: list[str], figures: str, tree: Path) -> tuple[float, float, int, list[str]]:
+    """One fresh `vignette report` of `tree`: CPU s, wall s, report.html bytes, figure suffixes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        cmd = [sys.executable, "-m", "vignette_bench", "report", *runs, "--out", tmp, "--figures", figures]
+        cpu = _cpu_of(cmd, tree)
+        wall = time.perf_counter() - t
+        return (
+            cpu,
+            wall,
+            (Path(tmp) / "report.html").stat().st_size,
+            [p.suffix for p in (Path(tmp) / "figures").glob("*")],
+        )
+
+
+def _costs(runs: list[str], settings: tuple[str, ...], tries: int, base: Path | None) -> None:
+    """Per --figures setting: best of `tries` fresh processes (the machine is shared: the best is the least
+    disturbed), every try printed; with `base`, its report is timed right before each try of this one."""
+    trees = ([("base", base)] if base else []) + [("this", ROOT)]
+    print(
+        f"  tree | figures   | CPU s (user+sys), best of {tries} | all tries        | wall s | report.html  | figures"
+    )
+    for figures in settings:
+        tried: dict[str, list[tuple[float, float, int, list[str]]]] = {name: [] for name, _ in trees}
+        for _ in range(tries):
+            for name, tree in trees:
+                tried[name].append(_report_cost(runs, figures, tree))
+        for name, _ in trees:
+            cpus = [c[0] for c in tried[name]]
+            size, kinds = tried[name][-1][2], tried[name][-1][3]
+            n_figs = f"{len(kinds)} ({kinds.count('.svg')} SVG)"
+            every = " ".join(f"{c:.2f}" for c in cpus)
+            wall = min(c[1] for c in tried[name])
+            print(
+                f"  {name:4s} | {figures:9s} | {min(cpus):28.2f} | {every:16s} | {wall:6.1f} | {size / 1e6:8.3f} MB | {n_figs}"
+            )
+
+
+def demo_cost(demo: Path, tries: int = 3, base: Path | None = None) -> None:
     """Page size and CPU of `vignette report` on a demo's runs (targets: <= 1 MB and <= 3 s CPU), best of
-    ``tries`` fresh processes per --figures setting (the machine is shared: the best is the least disturbed)."""
+    ``tries`` fresh processes per --figures setting; with `base`, the base tree's report back to back."""
     import os
 
-    runs = sorted(str(p) for p in demo.glob("runs/*/*") if (p / "responses.parquet").is_file())
+    runs = sorted(str(p.resolve()) for p in demo.glob("runs/*/*") if (p / "responses.parquet").is_file())
     if not runs:
         sys.exit(f"{demo}: no runs/*/*/responses.parquet (run `vignette demo --out {demo}` first)")
     print(f"DEMO REPORT ({len(runs)} runs under {demo.name}/runs; load average {os.getloadavg()[0]:.1f}):")
-    print(f"  figures   | CPU s (user+sys), best of {tries} | all tries        | wall s | report.html  | figures")
-    for figures in ("none", "findings", "all"):
-        cpus, walls = [], []
-        for _ in range(tries):
-            with tempfile.TemporaryDirectory() as tmp:
-                t = time.perf_counter()
-                cmd = [sys.executable, "-m", "vignette_bench", "report", *runs, "--out", tmp, "--figures", figures]
-                cpus.append(_cpu_of(cmd))
-                walls.append(time.perf_counter() - t)
-                size = (Path(tmp) / "report.html").stat().st_size
-                kinds = [p.suffix for p in (Path(tmp) / "figures").glob("*")]
-        n_figs = f"{len(kinds)} ({kinds.count('.svg')} SVG)"
-        tried = " ".join(f"{c:.2f}" for c in cpus)
-        print(f"  {figures:9s} | {min(cpus):28.2f} | {tried:16s} | {min(walls):6.1f} | {size / 1e6:8.3f} MB | {n_figs}")
-    probe = [sys.executable, "-c", "import vignette_bench.eval.report.command"]
-    imports = min(_cpu_of(probe) for _ in range(tries))
-    bare = min(_cpu_of([sys.executable, "-c", "import vignette_bench.stats"]) for _ in range(tries))
-    print(
-        f"  imports in a fresh process (best of {tries}, python start included): the report {imports:.2f} s, "
-        f"of which vignette_bench.stats (scipy.stats, pandas, pyarrow) {bare:.2f} s"
-    )
+    _costs(runs, ("none", "findings", "all"), tries, base)
+    for name, tree in ([("base", base)] if base else []) + [("this", ROOT)]:
+        probe = [sys.executable, "-c", "import vignette_bench.eval.report.command"]
+        imports = min(_cpu_of(probe, tree) for _ in range(tries))
+        bare = min(_cpu_of([sys.executable, "-c", "import vignette_bench.stats"], tree) for _ in range(tries))
+        print(
+            f"  {name}: imports in a fresh process (best of {tries}, python start included): the report "
+            f"{imports:.2f} s, of which vignette_bench.stats (pandas, pyarrow, scipy.special) {bare:.2f} s"
+        )
+    print(f"  (load average at the end {os.getloadavg()[0]:.1f})")
     breakdown(runs)
 
 
@@ -155,9 +193,16 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--skip-full", action="store_true")
     p.add_argument("--demo", type=Path, help="a `vignette demo` output folder: measure its report's size and CPU")
+    p.add_argument("--full", action="store_true", help="only the full-taxonomy cost (2.)")
+    p.add_argument("--base", type=Path, help="an older tree to time back to back (see the module docstring)")
     args = p.parse_args()
+    if args.base is not None and not (args.base / "vignette_bench").is_dir():
+        sys.exit(f"--base {args.base}: no vignette_bench/ there (extract a commit with git archive)")
     if args.demo is not None:
-        demo_cost(args.demo)
+        demo_cost(args.demo, base=args.base)
+        return
+    if args.full:
+        full_cost(args.base)
         return
     null = null_rates(args.seeds)
     print(f"NULL (uniform random, {args.seeds} seeds, {null['identities'].iloc[0]} identities):")
@@ -179,9 +224,13 @@ def main() -> None:
         f"{planted['decision_bias_magnitude'].mean():.2f} pp; 'bias' verdict share mean "
         f"{planted['flagged_share'].mean():.3f}"
     )
-    if args.skip_full:
-        return
-    from vignette_bench.eval.report.command import make_report
+    if not args.skip_full:
+        full_cost(args.base)
+
+
+def full_cost(base: Path | None, tries: int = 1) -> None:
+    """The paper-scale target (<= 60 s, <= 5 MB): `vignette report` on a simulated run over all 167 identities
+    and 8 dimensions, each --figures setting in a fresh process."""
     from vignette_bench.eval.runs import load_run
     from vignette_bench.taxonomy import load_taxonomy
 
@@ -198,18 +247,16 @@ def main() -> None:
             ),
         )
         t_sim = time.perf_counter() - t
-        rows = len(load_run(run).responses)
-        t = time.perf_counter()
-        compute(load_run(run).responses)
-        t_numbers = time.perf_counter() - t
-        t = time.perf_counter()
-        make_report([run], Path(tmp) / "report")
-        t_report = time.perf_counter() - t
-        n_figs = len(list((Path(tmp) / "report" / "figures").glob("*")))
-    print(
-        f"FULL TAXONOMY: {rows:,} answers, 167 identities: simulate {t_sim:.1f} s, numbers {t_numbers:.1f} s, "
-        f"whole report {t_report:.1f} s ({n_figs} figures; numbers are recomputed inside the report)"
-    )
+        frame = load_run(run).responses
+        t = time.process_time()
+        compute(frame, detail=False)  # as the default page computes them (no per-cell log-odds, PairComp)
+        t_numbers = time.process_time() - t
+        print(
+            f"FULL TAXONOMY: {len(frame):,} answers, {len(set(frame['identity_left']) | set(frame['identity_right']))} identities, "
+            f"{frame['dimension'].nunique()} dimensions: simulated in {t_sim:.1f} s wall; numbers.compute "
+            f"{t_numbers:.1f} s CPU in this process (detail=False, as the default page); the report in a fresh process:"
+        )
+        _costs([str(run)], ("findings", "all"), tries, base)
 
 
 if __name__ == "__main__":

@@ -784,9 +784,13 @@ def refusal_bounds(
     # bounds' verdicts need no bootstrap.
     kwargs.setdefault("wild", False)
     observed = cluster_contrasts(cells, coefficients, null, alpha, **kwargs)  # type: ignore[arg-type]
-    widened = cells.assign(n=cells["n"].to_numpy(dtype=float) + refused)
-    high = cluster_contrasts(widened.assign(y=y + refused * (sign > 0)), coefficients, null, alpha, **kwargs)  # type: ignore[arg-type]
-    low = cluster_contrasts(widened.assign(y=y + refused * (sign < 0)), coefficients, null, alpha, **kwargs)  # type: ignore[arg-type]
+    if not np.any(refused[comp >= 0]):
+        # no refusal in a weighted cell: both bounds are the observed test itself (the same cells)
+        high = low = observed
+    else:
+        widened = cells.assign(n=cells["n"].to_numpy(dtype=float) + refused)
+        high = cluster_contrasts(widened.assign(y=y + refused * (sign > 0)), coefficients, null, alpha, **kwargs)  # type: ignore[arg-type]
+        low = cluster_contrasts(widened.assign(y=y + refused * (sign < 0)), coefficients, null, alpha, **kwargs)  # type: ignore[arg-type]
 
     def verdict(frame: pd.DataFrame) -> np.ndarray:
         hit = (frame["p_value"] < alpha).to_numpy()

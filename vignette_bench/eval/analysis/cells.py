@@ -42,7 +42,10 @@ def choice_cells(frame: pd.DataFrame) -> pd.DataFrame:
     p_left = np.array([p[0] if p is not None else np.nan for p in probs], dtype=float)
     y_left = np.where(score, p_left, chose_left == True)  # noqa: E712 (object column: True, False or None)
     stereotype = (two["paradigm"] == "stereotype").to_numpy()
-    images = np.where(stereotype, [pair_image(p) if s else "" for p, s in zip(two["pair_id"], stereotype)], "")
+    # one pair_image per distinct pair id (each is asked many times)
+    ids = two["pair_id"].to_numpy(object)[stereotype]
+    images = np.full(len(two), "", dtype=object)
+    images[stereotype] = list(map({p: pair_image(p) for p in set(ids)}.__getitem__, ids))
     family = family_of(two)
     parts = []
     for side, ident, key, y in (

@@ -108,41 +108,56 @@ def compare_frames(
     )
     stacked = pd.concat([ca.assign(part=0), cb.assign(part=1)], ignore_index=True)
     stacked = stacked.set_index(keys).loc[lambda f: f.index.isin(matched)].reset_index()
-    rows = []
+    contrasts = []
     for (family, dimension), c in stacked.groupby(["family", "dimension"], sort=False):
         res = side_balanced_contrasts(c, {0: 1.0, 1: -1.0}, 0.0, alpha, constant_parts=True)
-        # Identical answers in every cluster: the delta is exactly 0 with no variance, not "significant".
-        same = (res["se"].fillna(0.0) <= 1e-9) & (res["estimate"].abs() <= 1e-9)
-        res.loc[same, ["estimate", "se", "ci_low", "ci_high", "p_value"]] = [0.0, 0.0, 0.0, 0.0, 1.0]
-        res.loc[same & (res["flag"] == ""), "flag"] = "no_difference"
-        for target, r in res.iterrows():
-            key = (family, dimension, target)
-            rows.append(
-                {
-                    "family": family,
-                    "dimension": dimension,
-                    "identity": target,
-                    "value_a": float(ra.loc[key, "value"]),
-                    "value_b": float(rb.loc[key, "value"]),
-                    "delta": 100.0 * r["estimate"],
-                    "se": 100.0 * r["se"],
-                    "ci_low": 100.0 * r["ci_low"],
-                    "ci_high": 100.0 * r["ci_high"],
-                    "df": r["df"],
-                    "n_clusters": int(r["n_clusters"]),
-                    "p_value": float(r["p_value"]),
-                    "n_a": int(ra.loc[key, "n"]),
-                    "n_b": int(rb.loc[key, "n"]),
-                    "flag": r["flag"] if r["flag"] else ("" if r["side_balanced"] else "not_side_balanced"),
-                }
-            )
-    ident = pd.DataFrame(rows, columns=[c for c in IDENTITY_COLUMNS if c != "q_value"])
+        contrasts.append(res.assign(family=family, dimension=dimension).rename_axis("identity").reset_index())
+    ident = _identity_rows(contrasts, ra, rb)
     ident["q_value"] = np.ones(len(ident))
     for _, idx in ident.groupby("family", sort=False).groups.items():  # BH within each family
         tested = ident.loc[idx, "flag"].isin(["", "not_side_balanced", "no_difference"]).to_numpy()
         ident.loc[idx, "q_value"] = bh_qvalues(ident.loc[idx, "p_value"].to_numpy(float), tested=tested)
     ident = ident[IDENTITY_COLUMNS].sort_values(["family", "dimension", "identity"], ignore_index=True)
     return Comparison(label_a, label_b, ident, _summary(ident, alpha), unmatched)
+
+
+def _identity_rows(tested: list[pd.DataFrame], ra: pd.DataFrame, rb: pd.DataFrame) -> pd.DataFrame:
+    """The contrasts of every (family, dimension) as IDENTITY_COLUMNS less q_value, in pp, with both runs' rates."""
+    cols = [c for c in IDENTITY_COLUMNS if c != "q_value"]
+    if not tested:
+        return pd.DataFrame(columns=cols)
+    res = pd.concat(tested, ignore_index=True)
+    est, se = res["estimate"].to_numpy(float), res["se"].to_numpy(float)
+    # Identical answers in every cluster: the delta is exactly 0 with no variance, not "significant".
+    same = (np.nan_to_num(se) <= 1e-9) & (np.abs(est) <= 1e-9)
+    flag = res["flag"].to_numpy(object)
+    flag = np.where(same & (flag == ""), "no_difference", flag)
+    flag = np.where(flag == "", np.where(res["side_balanced"].to_numpy(bool), "", "not_side_balanced"), flag)
+    keys = pd.MultiIndex.from_arrays([res["family"], res["dimension"], res["identity"]])
+
+    def pp(col: str) -> np.ndarray:
+        return 100.0 * np.where(same, 0.0, res[col].to_numpy(float))
+
+    return pd.DataFrame(
+        {
+            "family": res["family"].to_numpy(object),
+            "dimension": res["dimension"].to_numpy(object),
+            "identity": res["identity"].to_numpy(object),
+            "value_a": ra["value"].reindex(keys).to_numpy(float),
+            "value_b": rb["value"].reindex(keys).to_numpy(float),
+            "delta": pp("estimate"),
+            "se": pp("se"),
+            "ci_low": pp("ci_low"),
+            "ci_high": pp("ci_high"),
+            "df": res["df"].to_numpy(float),
+            "n_clusters": res["n_clusters"].to_numpy().astype(int),
+            "p_value": np.where(same, 1.0, res["p_value"].to_numpy(float)),
+            "n_a": ra["n"].reindex(keys).to_numpy().astype(int),
+            "n_b": rb["n"].reindex(keys).to_numpy().astype(int),
+            "flag": flag,
+        },
+        columns=cols,
+    )
 
 
 def _forced_choice_blocks(dimension: pd.Series) -> np.ndarray:

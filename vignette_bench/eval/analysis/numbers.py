@@ -225,10 +225,7 @@ def _call(name: str, inputs: pd.DataFrame, **options) -> dict:
 
 
 def _counted_summary(name: str, inputs: pd.DataFrame) -> dict:
-    """The counting summary of measure `name` over these inputs (refusal rate, left-choice rate, their CIs and
-    binomial p), without its per-identity tests: `Measure.compute` returns this same `CountStore.summary()`
-    under its tests' keys, so the numbers are identical, at the cost of the counting alone. A family's rates
-    span its dimensions, whose tests (BH, working icc) are per dimension and computed there."""
+    """The counting summary of measure `name` over these inputs, without its tests (`CountStore.summary()`)."""
     from vignette_bench.stats.arrow_input import table_from
     from vignette_bench.stats.counts import CountStore
 
@@ -236,6 +233,25 @@ def _counted_summary(name: str, inputs: pd.DataFrame) -> dict:
     store = CountStore(measure.CELL_KEYS + measure.TEST_KEYS, measure.WANTED_COLUMNS)
     for table in table_from(_measure_input(inputs), measure.WANTED_COLUMNS):
         store.add_table(table)
+    return store.summary()
+
+
+def _family_summary(name: str, parts: list[dict]) -> dict:
+    """The counting summary (refusal rate, left-choice rate, their CIs and binomial p) of measure `name` over a
+    family, from the summaries of its dimensions' calls: a family's rows are split by dimension, so its counts
+    are their sums, and `CountStore.summary()` of those sums is what one call over the whole family returns
+    under these keys (numbers identical, no second count of the rows). A family's tests (BH, working icc) are
+    per dimension and computed there."""
+    from vignette_bench.stats.counts import CountStore
+
+    measure = metric(name)
+    store = CountStore(measure.CELL_KEYS + measure.TEST_KEYS, measure.WANTED_COLUMNS)
+    for s in parts:
+        store.rows += int(s["n_rows"])
+        store.invalid_rows += int(s["n_rows"]) - int(s["n_valid"])
+        store.left_known += int(s["n_left_known"])
+        if s["n_left_known"]:  # the summary keeps the count as a rate: left / known, exact integers back
+            store.left += round(s["left_choice_rate"] * s["n_left_known"] / 100.0)
     return store.summary()
 
 
@@ -414,28 +430,17 @@ def compute(frame: pd.DataFrame, model: str = "", detail: bool = True) -> Number
     parts: dict[str, list[pd.DataFrame]] = {k: [] for k in EMPTY}
     rates, design = [], []
     for family, inputs in family_inputs(frame).items():
-        s = _counted_summary("selection_frequency", inputs)
-        lo_i, hi_i = s.get("invalid_rate_ci") or (None, None)
-        lo_l, hi_l = s.get("left_choice_ci") or (None, None)
-        rates.append(
-            {
-                "family": family,
-                "n": int(s["n_rows"]),
-                "invalid_rate": _pct(s["invalid_rate"]),
-                "invalid_lo": _pct(lo_i),
-                "invalid_hi": _pct(hi_i),
-                "left_rate": _pct(s["left_choice_rate"]),
-                "left_lo": _pct(lo_l),
-                "left_hi": _pct(hi_l),
-                "left_p": s.get("left_choice_p_value"),
-            }
-        )
+        # the summaries of the family's selection-frequency calls (one per dimension; the rows without a
+        # dimension, which no call measures, counted apart: the family's rates include them)
+        undimensioned = inputs[inputs["dimension"].isna()]
+        counted = [_counted_summary("selection_frequency", undimensioned)] if len(undimensioned) else []
         # the valid offers behind each detectable effect, counted once for the family's dimensions
         offers: dict[str, pd.DataFrame] = {}
         if family not in ("factuality", "stereotype"):
             offers = {str(d): o for d, o in power.offers(inputs, ("dimension",)).groupby("dimension", sort=False)}
         for dim, part in inputs.groupby("dimension", sort=False):
             sf = _call("selection_frequency", part)
+            counted.append(sf["summary"])
             tested: pd.DataFrame | None = None
             if family == "factuality":
                 tested = _factuality(dim, part, sf)
@@ -451,6 +456,7 @@ def compute(frame: pd.DataFrame, model: str = "", detail: bool = True) -> Number
                 parts["polarity"].append(tested)
                 tested = tested[tested["trait_dimension"] == "overall"] if tested is not None else None
             design.append(_design(family, dim, sf, tested, part))
+        rates.append(_rates_row(family, _family_summary("selection_frequency", counted)))
     tables = {k: _frame(v, k) for k, v in parts.items()}
     rate_cols = ["family", "n", "invalid_rate", "invalid_lo", "invalid_hi", "left_rate", "left_lo", "left_hi", "left_p"]
     notes = []
@@ -466,6 +472,22 @@ def compute(frame: pd.DataFrame, model: str = "", detail: bool = True) -> Number
         design=pd.DataFrame(design, columns=DESIGN_COLUMNS),
         notes=notes,
     )
+
+
+def _rates_row(family: str, s: dict) -> dict:
+    lo_i, hi_i = s.get("invalid_rate_ci") or (None, None)
+    lo_l, hi_l = s.get("left_choice_ci") or (None, None)
+    return {
+        "family": family,
+        "n": int(s["n_rows"]),
+        "invalid_rate": _pct(s["invalid_rate"]),
+        "invalid_lo": _pct(lo_i),
+        "invalid_hi": _pct(hi_i),
+        "left_rate": _pct(s["left_choice_rate"]),
+        "left_lo": _pct(lo_l),
+        "left_hi": _pct(hi_l),
+        "left_p": s.get("left_choice_p_value"),
+    }
 
 
 def _clustering(family: str, s: dict, part: pd.DataFrame | None) -> str:
