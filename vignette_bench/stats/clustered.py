@@ -249,6 +249,28 @@ class _Table:
         self.n, self.y, self.cluster_target = self.n[live], self.y[live], self.cluster_target[live]
         self.cluster_code = (tc_uniques % stride).astype(np.int64)[live]  # each row's code in cluster_uniques
 
+    @classmethod
+    def from_sums(
+        cls,
+        a: np.ndarray,
+        n: np.ndarray,
+        y: np.ndarray,
+        cluster_target: np.ndarray,
+        cluster_code: np.ndarray,
+        targets: pd.Index,
+        cluster_uniques: pd.Index,
+    ) -> _Table:
+        """A table from rows already summed: one per (target, cluster), sorted by target then cluster, (rows, K)
+        sums in the order of `a` (the coefficients). `split_contrasts` builds these from integer codes: no
+        frame, no factorize over tens of millions of rows. Rows without offers are dropped, as in __init__."""
+        tab = cls.__new__(cls)
+        live = n.sum(axis=1) > 0
+        tab.a, tab.K, tab.targets, tab.T = np.asarray(a, dtype=float), len(a), targets, len(targets)
+        tab.cluster_uniques = cluster_uniques
+        tab.n, tab.y = n[live], y[live]
+        tab.cluster_target, tab.cluster_code = cluster_target[live], cluster_code[live]
+        return tab
+
     def _segments_by_target(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(row order grouping each target's rows, segment starts in that order, each segment's target)."""
         if not hasattr(self, "_segments"):
@@ -554,7 +576,7 @@ def _psd_clip(V: np.ndarray) -> np.ndarray:
 
 
 def cluster_contrasts(
-    cells: pd.DataFrame,
+    cells: pd.DataFrame | _Table,
     coefficients: Mapping[Hashable, float],
     null: float,
     alpha: float = 0.05,
@@ -568,6 +590,7 @@ def cluster_contrasts(
 
     cells: columns target, cluster, component, y, n (see the module docstring), optionally
     partner_cluster (the cluster of the other person of the question, e.g. the partner's render);
+    or a one-way `_Table` of their sums (`_Table.from_sums`, components in the order of `coefficients`);
     rows whose component has no (or a zero) coefficient are ignored, repeated keys are summed.
     method: "cr2" (working-model bias-reduced sandwich with Bell-McCaffrey df; default) or
     "cr1" (G/(G-1) sandwich, t(G-1); anti-conservative with few or unbalanced clusters, kept
@@ -589,12 +612,15 @@ def cluster_contrasts(
     method = DEFAULT_METHOD if method is None else method
     if method not in ("cr2", "cr1"):
         raise ValueError(f"method must be 'cr2' or 'cr1', got {method!r}")
-    crossed = (
-        two_way
-        and "partner_cluster" in cells.columns
-        and bool((cells["partner_cluster"].to_numpy() != cells["cluster"].to_numpy()).any())
-    )
-    tab = _Table(cells, coefficients)
+    if isinstance(cells, _Table):  # summed already (`split_contrasts`): one-way
+        tab, crossed = cells, False
+    else:
+        crossed = (
+            two_way
+            and "partner_cluster" in cells.columns
+            and bool((cells["partner_cluster"].to_numpy() != cells["cluster"].to_numpy()).any())
+        )
+        tab = _Table(cells, coefficients)
     a = tab.a
     Ntg = tab.per_target(tab.n)  # (T, K)
     Ytg = tab.per_target(tab.y)
