@@ -264,20 +264,20 @@ class _Table:
         sums in the order of `a` (the coefficients). `split_contrasts` builds these from integer codes: no
         frame, no factorize over tens of millions of rows. Rows without offers are dropped, as in __init__."""
         tab = cls.__new__(cls)
-        live = n.sum(axis=1) > 0
+        live = _row_sums(n) > 0
         tab.a, tab.K, tab.targets, tab.T = np.asarray(a, dtype=float), len(a), targets, len(targets)
         tab.cluster_uniques = cluster_uniques
-        tab.n, tab.y = n[live], y[live]
-        tab.cluster_target, tab.cluster_code = cluster_target[live], cluster_code[live]
+        if not live.all():
+            n, y, cluster_target, cluster_code = n[live], y[live], cluster_target[live], cluster_code[live]
+        tab.n, tab.y, tab.cluster_target, tab.cluster_code = n, y, cluster_target, cluster_code
         return tab
 
-    def _segments_by_target(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(row order grouping each target's rows, segment starts in that order, each segment's target)."""
+    def _segments_by_target(self) -> tuple[np.ndarray, np.ndarray]:
+        """(segment starts, each segment's target): rows are sorted by target (both constructors sort them)."""
         if not hasattr(self, "_segments"):
-            order = np.argsort(self.cluster_target, kind="stable")
-            ct = self.cluster_target[order]
+            ct = self.cluster_target
             starts = np.flatnonzero(np.r_[True, ct[1:] != ct[:-1]]) if len(ct) else np.zeros(0, np.int64)
-            self._segments = (order, starts, ct[starts])
+            self._segments = (starts, ct[starts])
         return self._segments
 
     def per_target(self, values: np.ndarray) -> np.ndarray:
@@ -286,8 +286,8 @@ class _Table:
         out = np.zeros((self.T, flat.shape[1]))
         if len(flat):
             # one segmented sum over all columns (a bincount per column is slow when there are many)
-            order, starts, targets = self._segments_by_target()
-            out[targets] = np.add.reduceat(flat[order], starts, axis=0)
+            starts, targets = self._segments_by_target()
+            out[targets] = np.add.reduceat(flat, starts, axis=0)
         return out.reshape((self.T,) + values.shape[1:])
 
     def gram(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
@@ -299,8 +299,8 @@ class _Table:
         out = np.zeros((self.T, left.shape[1], right.shape[1]))
         if not len(left):
             return out
-        order, starts, targets = self._segments_by_target()
-        L, R = left[order], right[order]
+        starts, targets = self._segments_by_target()
+        L, R = left, right
         ends = np.r_[starts[1:], len(L)]
         if len(L) >= _ROWS_PER_PRODUCT * len(starts):
             for t, a, b in zip(targets.tolist(), starts.tolist(), ends.tolist()):
@@ -332,6 +332,16 @@ class _Table:
         if not hasattr(self, "_count_gram"):
             self._count_gram = self.gram(self.n, self.n)
         return self._count_gram
+
+
+def _row_sums(x: np.ndarray) -> np.ndarray:
+    """x.sum(axis=1) of a (rows, K) array; einsum is 3-4x faster than a reduction over a short last axis."""
+    return np.einsum("ck->c", x)
+
+
+def _row_dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """(x * y).sum(axis=1) without the temporary product."""
+    return np.einsum("ck,ck->c", x, y)
 
 
 _ROWS_PER_PRODUCT = 16  # average rows per target above which one matrix product per target is faster
@@ -382,10 +392,10 @@ def _working_scale(tab: _Table, w: np.ndarray, h: np.ndarray, N: np.ndarray, rho
     """
     n = tab.n
     z = w * h
-    nw, nz = (n * w).sum(axis=1), (n * z).sum(axis=1)
-    wSw = (1.0 - rho) * (n * w * w).sum(axis=1) + rho * nw * nw
-    zSw = (1.0 - rho) * (n * z * w).sum(axis=1) + rho * nz * nw
-    zSz = (1.0 - rho) * (N * z * z).sum(axis=1) + rho * tab.row_quadratic(z, tab.count_gram())
+    nw, nz = _row_dot(n, w), _row_dot(n, z)
+    wSw = (1.0 - rho) * _row_dot(n * w, w) + rho * nw * nw
+    zSw = (1.0 - rho) * _row_dot(n * z, w) + rho * nz * nw
+    zSz = (1.0 - rho) * _row_dot(N * z, z) + rho * tab.row_quadratic(z, tab.count_gram())
     expected = wSw - 2.0 * zSw + zSz
     with np.errstate(divide="ignore", invalid="ignore"):
         # expected <= 0 only when one cluster holds a whole component (flagged too_few_clusters)
@@ -406,9 +416,9 @@ def _bm_df(tab: _Table, k: np.ndarray, h: np.ndarray, N: np.ndarray, rho: float)
     n = tab.n
     W = np.sqrt(N) * k * h  # N: the target's N_g on each cluster row
     Z = k * h
-    s = (n * k).sum(axis=1)
+    s = _row_dot(n, k)
     sN = s[:, None] * n
-    D = (1.0 - rho) * (k * k * n).sum(axis=1) + rho * s * s
+    D = (1.0 - rho) * _row_dot(k * k, n) + rho * s * s
     U = np.concatenate([W, Z, sN], axis=1)
     P = tab.gram(U, U)  # (T, 3K, 3K)
     Q = tab.gram(D[:, None] * U, U)
@@ -644,7 +654,7 @@ def cluster_contrasts(
     u = k_o * e_o
     terms = [(tab, k_o / a, 1.0)]  # (table, design scale per component, sign) of each variance term
     if not crossed:
-        psi = u.sum(axis=1)
+        psi = _row_sums(u)
         var = np.bincount(tab.cluster_target, weights=psi * psi, minlength=tab.T)
     else:
         # Cameron-Gelbach-Miller: V_own + V_partner - V_intersection for the K component rates, each

@@ -186,10 +186,14 @@ def _grouped_order(code: np.ndarray, lead: np.ndarray) -> np.ndarray:
     return np.argsort(code, kind="stable")
 
 
-def _segments(sorted_code: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(start of each run of equal values, each element's run index) of a sorted array."""
-    new = np.r_[True, sorted_code[1:] != sorted_code[:-1]] if len(sorted_code) else np.zeros(0, bool)
-    return np.flatnonzero(new), np.cumsum(new) - 1
+def _segments(sorted_code: np.ndarray) -> np.ndarray:
+    """Start of each run of equal values of a sorted array."""
+    return np.flatnonzero(np.r_[True, sorted_code[1:] != sorted_code[:-1]]) if len(sorted_code) else np.zeros(0, int)
+
+
+def _run_index(starts: np.ndarray, length: int) -> np.ndarray:
+    """Each element's run, given the runs' starts."""
+    return np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, length]))
 
 
 def _cluster_codes(values: pd.Series) -> np.ndarray:
@@ -200,12 +204,12 @@ def _cluster_codes(values: pd.Series) -> np.ndarray:
     return pd.factorize(values, sort=True)[0].astype(np.int64)
 
 
-def _icc_of_owners(owner: np.ndarray, cluster: np.ndarray, y: np.ndarray, n: np.ndarray) -> float:
-    """`estimate_icc` of the owners' pooled rates: one component, rows (owner, cluster), summed from codes."""
+def _icc_of_owners(owner: np.ndarray, cluster: np.ndarray, y: np.ndarray, n: np.ndarray, order: np.ndarray) -> float:
+    """`estimate_icc` of the owners' pooled rates: one component, rows (owner, cluster), summed from codes
+    (`order`: an order of the cells sorting them by owner, then cluster)."""
     stride = int(cluster.max()) + 1
-    code = owner.astype(np.int64) * stride + cluster
-    order = _grouped_order(code, owner)
-    starts, _ = _segments(code[order])
+    code = owner * stride + cluster
+    starts = _segments(code[order])
     rows = code[order][starts]
     targets, row_target = np.unique(rows // stride, return_inverse=True)
     tab = _Table.from_sums(
@@ -246,7 +250,6 @@ def split_contrasts(
     owner = np.asarray(owner).astype(np.int64, copy=False)
     own_cluster = _cluster_codes(cells["cluster"])
     y, n = cells["y"].to_numpy(dtype=float), cells["n"].to_numpy(dtype=float)
-    icc = _icc_of_owners(owner, own_cluster, y, n)
     crossed = two_way and "partner_cluster" in cells.columns
     if crossed:
         # the arithmetic below runs on the intersection (own, partner) cluster; mapped back for the test
@@ -266,9 +269,12 @@ def split_contrasts(
     n_cs = (int(cluster.max()) + 1) * S
     ocs = owner * n_cs + cluster * S + side
     order = _grouped_order(ocs, owner)
-    ocs_starts, _ = _segments(ocs[order])
+    # the intersection codes sort like their own clusters (factorized sorted), so `order` sorts those too
+    icc = _icc_of_owners(owner, own_cluster, y, n, order)
+    ocs_starts = _segments(ocs[order])
     ocs_keys = ocs[order][ocs_starts]
-    oc_starts, oc_of_ocs = _segments(ocs_keys // S)  # (owner, cluster) rows
+    oc_starts = _segments(ocs_keys // S)  # (owner, cluster) rows
+    oc_of_ocs = _run_index(oc_starts, len(ocs_keys))
     oc_owner, oc_cluster = ocs_keys[oc_starts] // n_cs, (ocs_keys[oc_starts] % n_cs) // S
     tot_n, tot_y = np.zeros((len(oc_starts), S)), np.zeros((len(oc_starts), S))
     tot_n[oc_of_ocs, ocs_keys % S] = np.add.reduceat(n[order], ocs_starts)
@@ -278,14 +284,19 @@ def split_contrasts(
     n_owner = int(max(owner.max(), target_owner.max())) + 1
     first_oc = np.searchsorted(oc_owner, np.arange(n_owner + 1))  # each owner's (owner, cluster) rows
     cell_oc = np.empty(len(owner), dtype=np.int64)
-    cell_oc[order] = np.repeat(oc_of_ocs, np.diff(np.r_[ocs_starts, len(order)]))
+    cell_oc[order] = oc_of_ocs[_run_index(ocs_starts, len(order))]
     # the target (if any) each cell's own key makes it part of
     n_keys = int(max(key.max(initial=-1), target_key.max(initial=-1))) + 1
     target_code = target_owner.astype(np.int64) * n_keys + target_key
     cell_code = owner * n_keys + key
-    by_code = np.argsort(target_code, kind="stable")
-    pos = np.minimum(np.searchsorted(target_code[by_code], cell_code), len(by_code) - 1)
-    cell_target = np.where(target_code[by_code][pos] == cell_code, by_code[pos], -1)
+    if n_owner * n_keys <= 4 * len(cell_code) + 1_000_000:  # a lookup table (the first of equal targets wins)
+        lookup = np.full(n_owner * n_keys, -1, dtype=np.int64)
+        lookup[target_code[::-1]] = np.arange(len(target_code))[::-1]
+        cell_target = np.where(cell_code >= 0, lookup[np.maximum(cell_code, 0)], -1)
+    else:
+        by_code = np.argsort(target_code, kind="stable")
+        pos = np.minimum(np.searchsorted(target_code[by_code], cell_code), len(by_code) - 1)
+        cell_target = np.where(target_code[by_code][pos] == cell_code, by_code[pos], -1)
     # side balance per target: own and other offers on both sides (sums of non-negative counts)
     T = len(target_owner)
     mine = cell_target >= 0
@@ -297,7 +308,7 @@ def split_contrasts(
     sizes = np.bincount(oc_owner, weights=tot_seen.sum(axis=1), minlength=n_owner)[target_owner]
     chunk = (np.cumsum(sizes) - 1) // max_rows
     chunk_ends = np.searchsorted(chunk, np.unique(chunk), side="right")
-    by_target = np.argsort(cell_target, kind="stable")
+    by_target = _grouped_order(cell_target, cell_target + 1)
     by_target = by_target[np.searchsorted(cell_target[by_target], 0) :]  # cells of some target, by target
     cell_bounds = np.searchsorted(cell_target[by_target], np.r_[0, chunk_ends])
     out = []
@@ -309,7 +320,7 @@ def split_contrasts(
         row_target = np.repeat(np.arange(len(t)), count)  # index into t
         row_oc = np.repeat(first_oc[target_owner[t]] - row_start, count) + np.arange(int(count.sum()))
         cells_c = by_target[cell_bounds[c] : cell_bounds[c + 1]]
-        local = np.searchsorted(t, cell_target[cells_c])  # every cell's target is in t: its owner has cells
+        local = np.searchsorted(t, cell_target[cells_c])  # every cell's target is in t (its owner has cells)
         at = (row_start[local] + cell_oc[cells_c] - first_oc[owner[cells_c]]) * S + side[cells_c]
         own_n = np.bincount(at, weights=n[cells_c], minlength=len(row_oc) * S).reshape(-1, S)
         own_y = np.bincount(at, weights=y[cells_c], minlength=len(row_oc) * S).reshape(-1, S)
@@ -331,19 +342,19 @@ def split_contrasts(
             pick = balanced[t] == is_bal
             if not pick.any():
                 continue
-            rows = pick[row_target]
+            rows = slice(None) if pick.all() else pick[row_target]
             parts = [own_n[rows], other_n[rows]], [own_y[rows], other_y[rows]]
             if is_bal:  # components own left, own right, other left, other right
                 sums = [np.concatenate([p[:, :2] for p in part], axis=1) for part in parts]
                 a = np.array([0.5, 0.5, -0.5, -0.5])
             else:  # pooled over every side, unknown included
-                sums = [np.column_stack([p.sum(axis=1) for p in part]) for part in parts]
+                sums = [np.column_stack([np.einsum("ck->c", p) for p in part]) for part in parts]
                 a = np.array([1.0, -1.0])
             tab = _Table.from_sums(
                 a,
                 sums[0],
                 sums[1],
-                np.cumsum(pick)[row_target[rows]] - 1,
+                (np.cumsum(pick) - 1)[row_target[rows]],
                 oc_cluster[row_oc[rows]],
                 pd.Index(t[pick]),
                 pd.RangeIndex(n_cs // S),
