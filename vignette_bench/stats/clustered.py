@@ -136,9 +136,10 @@ most and least favourable to a large estimate.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -303,8 +304,9 @@ class _Table:
         L, R = left, right
         ends = np.r_[starts[1:], len(L)]
         if len(L) >= _ROWS_PER_PRODUCT * len(starts):
-            for t, a, b in zip(targets.tolist(), starts.tolist(), ends.tolist()):
-                out[t] = L[a:b].T @ R[a:b]
+            with _one_blas_thread():
+                for t, a, b in zip(targets.tolist(), starts.tolist(), ends.tolist()):
+                    out[t] = L[a:b].T @ R[a:b]
             return out
         # Many targets with few rows each: segmented sums of outer products over the targets that start in
         # one window of rows at a time (memory: about a window of rows x p x q).
@@ -342,6 +344,20 @@ def _row_sums(x: np.ndarray) -> np.ndarray:
 def _row_dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """(x * y).sum(axis=1) without the temporary product."""
     return np.einsum("ck,ck->c", x, y)
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller() -> Any:
+    from threadpoolctl import ThreadpoolController  # light (a few ms), and only where products are made
+
+    return ThreadpoolController()
+
+
+def _one_blas_thread() -> Any:
+    """BLAS limited to one thread while `gram` makes its many small products: with OpenBLAS's default threads
+    a second thread spins on CPU time while the machine's other core is busy (10M-answer polarity, measure
+    class: 9.3 s CPU with two threads, 5.2 s with one; BENCHMARKS.md, issue 25 item 4)."""
+    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 _ROWS_PER_PRODUCT = 16  # average rows per target above which one matrix product per target is faster
