@@ -25,9 +25,11 @@ def _expanded(cells: pd.DataFrame, target_owner: np.ndarray, target_key: np.ndar
     return side_balanced_contrasts(frame, {0: 1.0, 1: -1.0}, 0.0, 0.05, icc=icc, constant_parts=True)
 
 
+# key_step: sparse key codes, too many (owner, key) codes for a lookup table: targets are found by sorted search
+@pytest.mark.parametrize("key_step", [1, 10_000_000])
 @pytest.mark.parametrize("crossed", [False, True])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_split_contrasts_equal_the_expanded_cells(seed: int, crossed: bool) -> None:
+def test_split_contrasts_equal_the_expanded_cells(seed: int, crossed: bool, key_step: int) -> None:
     rng = np.random.default_rng(seed)
     rows = []
     n_key, n_cluster = 6, 25
@@ -36,13 +38,13 @@ def test_split_contrasts_equal_the_expanded_cells(seed: int, crossed: bool) -> N
             for s in rng.choice([0, 1, 2], size=rng.integers(1, 3), replace=False):  # left, right, unknown
                 for k in rng.choice(n_key, size=rng.integers(1, n_key + 1), replace=False):
                     n = int(rng.integers(0, 5))
-                    rows.append((o, k, f"img{c}", s, int(rng.integers(0, n + 1)) if n else 0, n))
+                    rows.append((o, k * key_step, f"img{c}", s, int(rng.integers(0, n + 1)) if n else 0, n))
     cells = pd.DataFrame(rows, columns=["owner", "key", "cluster", "side", "y", "n"])
     if crossed:  # two-way: each cell's partner cluster (a cell is per (owner, key, cluster, partner, side))
         cells = cells.assign(partner_cluster=[f"p{v}" for v in rng.integers(0, 4, len(cells))])
     targets = cells[["owner", "key"]].drop_duplicates().sample(frac=1, random_state=seed)
     target_owner = np.r_[targets["owner"].to_numpy(), 0]
-    target_key = np.r_[targets["key"].to_numpy(), n_key + 1]  # a target with no cells of its own
+    target_key = np.r_[targets["key"].to_numpy(), (n_key + 1) * key_step]  # a target with no cells of its own
     with variance_setting("cr2"):
         want = _expanded(cells, target_owner, target_key).sort_index()
     # one chunk, and many (two-way, each chunk estimates the partner terms' working icc: one chunk only)

@@ -655,6 +655,7 @@ def cluster_contrasts(
     missing = (Ntg <= 0).any(axis=1)
     too_few = (G < 2) | (clusters_g < 2).any(axis=1)
     if crossed:
+        assert isinstance(cells, pd.DataFrame)  # a _Table is one-way
         # the same cells clustered by partner, and by the intersection (own, partner)
         own = pd.factorize(cells["cluster"])[0].astype(np.int64)
         partner = pd.factorize(cells["partner_cluster"])[0].astype(np.int64)

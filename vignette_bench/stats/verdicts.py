@@ -35,7 +35,7 @@ FLAG_CONSTANT = "constant_part"
 
 def _constant(Y: np.ndarray, N: np.ndarray) -> np.ndarray:
     """Per target (rows of the (targets, components) sums), whether some component's answers are all 0 or all 1."""
-    return ((Y <= 1e-12) | (Y >= N - 1e-12)).any(axis=1)
+    return np.asarray(((Y <= 1e-12) | (Y >= N - 1e-12)).any(axis=1))
 
 
 def _mark_constant(out: pd.DataFrame, constant: np.ndarray) -> pd.DataFrame:
@@ -310,7 +310,7 @@ def split_contrasts(
     chunk_ends = np.searchsorted(chunk, np.unique(chunk), side="right")
     by_target = _grouped_order(cell_target, cell_target + 1)
     by_target = by_target[np.searchsorted(cell_target[by_target], 0) :]  # cells of some target, by target
-    cell_bounds = np.searchsorted(cell_target[by_target], np.r_[0, chunk_ends])
+    cell_bounds = np.asarray(np.searchsorted(cell_target[by_target], np.r_[0, chunk_ends]))
     out = []
     for c, (lo, hi) in enumerate(zip(np.r_[0, chunk_ends[:-1]].tolist(), chunk_ends.tolist())):
         t = np.arange(lo, hi)
@@ -359,7 +359,7 @@ def split_contrasts(
                 pd.Index(t[pick]),
                 pd.RangeIndex(n_cs // S),
             )
-            coef = dict(enumerate(a))
+            coef: dict[Hashable, float] = {i: float(v) for i, v in enumerate(a)}
             res = cluster_contrasts(tab, coef, 0.0, alpha, icc=icc, two_way=False).set_index("target")
             res["n_partner_clusters"] = np.nan
             res = _mark_constant(res, _constant(tab.per_target(tab.y), tab.per_target(tab.n)))
