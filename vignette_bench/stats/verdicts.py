@@ -172,18 +172,24 @@ def detectable(se: np.ndarray, df: np.ndarray, alpha: float = 0.05, power: float
         return np.where(ok, (distributions.t_isf(alpha / 2.0, d) + distributions.t_ppf(power, d)) * se, np.nan)
 
 
-def _grouped_order(code: np.ndarray, lead: np.ndarray) -> np.ndarray:
-    """Stable order sorting `code`, whose leading key is `lead` (small non-negative ints).
+def _grouped_order(code: np.ndarray, lead: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(stable order sorting `code`, the sorted code); `lead`, small non-negative ints, is code's leading key.
 
     The count views are keyed cluster first, so their rows are already sorted by cluster within each owner:
     a radix sort on the owner alone (16-bit keys) then sorts the whole code, in a fraction of a general sort.
     """
     if len(lead) and int(lead.max()) < 2**16:
-        order = np.argsort(lead.astype(np.uint16), kind="stable")
+        order = _radix_order(lead)
         ordered = code[order]
         if bool(np.all(ordered[1:] >= ordered[:-1])):
-            return order
-    return np.argsort(code, kind="stable")
+            return order, ordered
+    order = np.argsort(code, kind="stable")
+    return order, code[order]
+
+
+def _radix_order(small: np.ndarray) -> np.ndarray:
+    """Stable argsort of non-negative ints below 2**16 (numpy radix-sorts 16-bit keys)."""
+    return np.argsort(small.astype(np.uint16), kind="stable")
 
 
 def _segments(sorted_code: np.ndarray) -> np.ndarray:
@@ -208,17 +214,18 @@ def _icc_of_owners(owner: np.ndarray, cluster: np.ndarray, y: np.ndarray, n: np.
     """`estimate_icc` of the owners' pooled rates: one component, rows (owner, cluster), summed from codes
     (`order`: an order of the cells sorting them by owner, then cluster)."""
     stride = int(cluster.max()) + 1
-    code = owner * stride + cluster
-    starts = _segments(code[order])
-    rows = code[order][starts]
-    targets, row_target = np.unique(rows // stride, return_inverse=True)
+    code = (owner * stride + cluster)[order]
+    starts = _segments(code)
+    rows = code[starts]
+    row_owner = rows // stride  # sorted
+    owner_starts = _segments(row_owner)
     tab = _Table.from_sums(
         np.ones(1),
         np.add.reduceat(n[order], starts)[:, None] if len(starts) else np.zeros((0, 1)),
         np.add.reduceat(y[order], starts)[:, None] if len(starts) else np.zeros((0, 1)),
-        row_target.astype(np.int64),
+        _run_index(owner_starts, len(rows)),
         rows % stride,
-        pd.Index(targets),
+        pd.Index(row_owner[owner_starts]),
         pd.RangeIndex(stride),
     )
     return _icc_from_table(tab)
@@ -260,19 +267,23 @@ def split_contrasts(
         partner_of = np.asarray(uniq_pairs.get_level_values(1))
     else:
         cluster = own_cluster
-    side = cells["side"].to_numpy().astype(np.int64)
+    side = cells["side"].to_numpy().astype(np.int64, copy=False)
     S = max(int(side.max()) + 1, 2)
     # Every estimator downstream uses only (target, cluster, side, part) sums of y and n, so a target's
     # "other keys" part is its owner's (cluster, side) total minus the key's own cells. The owner's totals
     # are summed once; a target's rows are its owner's clusters with those totals, its own cells subtracted.
     # The counts are whole numbers, so the differences are exact and the results equal the expanded cells'.
     n_cs = (int(cluster.max()) + 1) * S
-    ocs = owner * n_cs + cluster * S + side
-    order = _grouped_order(ocs, owner)
+    ocs = owner * n_cs
+    ocs += cluster * S
+    ocs += side
+    order, ocs_sorted = _grouped_order(ocs, owner)
+    del ocs
     # the intersection codes sort like their own clusters (factorized sorted), so `order` sorts those too
     icc = _icc_of_owners(owner, own_cluster, y, n, order)
-    ocs_starts = _segments(ocs[order])
-    ocs_keys = ocs[order][ocs_starts]
+    ocs_starts = _segments(ocs_sorted)
+    ocs_keys = ocs_sorted[ocs_starts]
+    del ocs_sorted
     oc_starts = _segments(ocs_keys // S)  # (owner, cluster) rows
     oc_of_ocs = _run_index(oc_starts, len(ocs_keys))
     oc_owner, oc_cluster = ocs_keys[oc_starts] // n_cs, (ocs_keys[oc_starts] % n_cs) // S
@@ -292,14 +303,18 @@ def split_contrasts(
     if n_owner * n_keys <= 4 * len(cell_code) + 1_000_000:  # a lookup table (the first of equal targets wins)
         lookup = np.full(n_owner * n_keys, -1, dtype=np.int64)
         lookup[target_code[::-1]] = np.arange(len(target_code))[::-1]
-        cell_target = np.where(cell_code >= 0, lookup[np.maximum(cell_code, 0)], -1)
+        cell_target = (
+            lookup[cell_code]
+            if cell_code.min() >= 0
+            else np.where(cell_code >= 0, lookup[np.maximum(cell_code, 0)], -1)
+        )
     else:
         by_code = np.argsort(target_code, kind="stable")
         pos = np.minimum(np.searchsorted(target_code[by_code], cell_code), len(by_code) - 1)
         cell_target = np.where(target_code[by_code][pos] == cell_code, by_code[pos], -1)
     # side balance per target: own and other offers on both sides (sums of non-negative counts)
     T = len(target_owner)
-    mine = cell_target >= 0
+    mine = slice(None) if cell_target.min() >= 0 else cell_target >= 0  # (masks cost a pass each)
     own_side = np.bincount(cell_target[mine] * S + side[mine], weights=n[mine], minlength=T * S).reshape(T, S)
     owner_side = np.bincount(owner * S + side, weights=n, minlength=n_owner * S).reshape(n_owner, S)
     other_side = owner_side[target_owner] - own_side
@@ -308,9 +323,10 @@ def split_contrasts(
     sizes = np.bincount(oc_owner, weights=tot_seen.sum(axis=1), minlength=n_owner)[target_owner]
     chunk = (np.cumsum(sizes) - 1) // max_rows
     chunk_ends = np.searchsorted(chunk, np.unique(chunk), side="right")
-    by_target = _grouped_order(cell_target, cell_target + 1)
-    by_target = by_target[np.searchsorted(cell_target[by_target], 0) :]  # cells of some target, by target
-    cell_bounds = np.asarray(np.searchsorted(cell_target[by_target], np.r_[0, chunk_ends]))
+    by_target = _radix_order(cell_target + 1) if T < 2**16 - 1 else np.argsort(cell_target, kind="stable")
+    target_sorted = cell_target[by_target]
+    cell_bounds = np.asarray(np.searchsorted(target_sorted, np.r_[0, chunk_ends]))  # cells of no target: before 0
+    del target_sorted
     out = []
     for c, (lo, hi) in enumerate(zip(np.r_[0, chunk_ends[:-1]].tolist(), chunk_ends.tolist())):
         t = np.arange(lo, hi)
