@@ -8,25 +8,28 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vignette_bench.stats.clustered import variance_setting
+from vignette_bench.stats.clustered import estimate_icc, variance_setting
 from vignette_bench.stats.verdicts import side_balanced_contrasts, split_contrasts
 
 
 def _expanded(cells: pd.DataFrame, target_owner: np.ndarray, target_key: np.ndarray) -> pd.DataFrame:
     """The reference: for each target, all of its owner's cells, split by key."""
-    from vignette_bench.stats.verdicts import estimate_icc
-
     icc = estimate_icc(cells.assign(target=cells["owner"], component=0), {0: 1.0})
     frames = []
     for t, (o, k) in enumerate(zip(target_owner, target_key)):
         mine = cells[cells["owner"] == o]
         frames.append(mine.assign(target=t, part=np.where(mine["key"] == k, 0, 1)))
-    frame = pd.concat(frames)[["target", "cluster", "side", "part", "y", "n"]]
+    frame = pd.concat(frames)[
+        ["target", "cluster", *(["partner_cluster"] if "partner_cluster" in cells else []), "side", "part", "y", "n"]
+    ]
     return side_balanced_contrasts(frame, {0: 1.0, 1: -1.0}, 0.0, 0.05, icc=icc, constant_parts=True)
 
 
+# key_step: sparse key codes, too many (owner, key) codes for a lookup table: targets are found by sorted search
+@pytest.mark.parametrize("key_step", [1, 10_000_000])
+@pytest.mark.parametrize("crossed", [False, True])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_split_contrasts_equal_the_expanded_cells(seed: int) -> None:
+def test_split_contrasts_equal_the_expanded_cells(seed: int, crossed: bool, key_step: int) -> None:
     rng = np.random.default_rng(seed)
     rows = []
     n_key, n_cluster = 6, 25
@@ -35,14 +38,17 @@ def test_split_contrasts_equal_the_expanded_cells(seed: int) -> None:
             for s in rng.choice([0, 1, 2], size=rng.integers(1, 3), replace=False):  # left, right, unknown
                 for k in rng.choice(n_key, size=rng.integers(1, n_key + 1), replace=False):
                     n = int(rng.integers(0, 5))
-                    rows.append((o, k, f"img{c}", s, int(rng.integers(0, n + 1)) if n else 0, n))
+                    rows.append((o, k * key_step, f"img{c}", s, int(rng.integers(0, n + 1)) if n else 0, n))
     cells = pd.DataFrame(rows, columns=["owner", "key", "cluster", "side", "y", "n"])
+    if crossed:  # two-way: each cell's partner cluster (a cell is per (owner, key, cluster, partner, side))
+        cells = cells.assign(partner_cluster=[f"p{v}" for v in rng.integers(0, 4, len(cells))])
     targets = cells[["owner", "key"]].drop_duplicates().sample(frac=1, random_state=seed)
     target_owner = np.r_[targets["owner"].to_numpy(), 0]
-    target_key = np.r_[targets["key"].to_numpy(), n_key + 1]  # a target with no cells of its own
+    target_key = np.r_[targets["key"].to_numpy(), (n_key + 1) * key_step]  # a target with no cells of its own
     with variance_setting("cr2"):
         want = _expanded(cells, target_owner, target_key).sort_index()
-    for max_rows in (4_000_000, 9):  # one chunk, and many
+    # one chunk, and many (two-way, each chunk estimates the partner terms' working icc: one chunk only)
+    for max_rows in (4_000_000,) if crossed else (4_000_000, 9):
         with variance_setting("cr2"):  # the t test: the bootstrap's draws follow the clusters' (label) order
             got = split_contrasts(
                 cells, cells["owner"].to_numpy(), cells["key"].to_numpy(), target_owner, target_key, max_rows=max_rows

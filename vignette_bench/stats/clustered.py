@@ -136,9 +136,10 @@ most and least favourable to a large estimate.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -249,13 +250,35 @@ class _Table:
         self.n, self.y, self.cluster_target = self.n[live], self.y[live], self.cluster_target[live]
         self.cluster_code = (tc_uniques % stride).astype(np.int64)[live]  # each row's code in cluster_uniques
 
-    def _segments_by_target(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(row order grouping each target's rows, segment starts in that order, each segment's target)."""
+    @classmethod
+    def from_sums(
+        cls,
+        a: np.ndarray,
+        n: np.ndarray,
+        y: np.ndarray,
+        cluster_target: np.ndarray,
+        cluster_code: np.ndarray,
+        targets: pd.Index,
+        cluster_uniques: pd.Index,
+    ) -> _Table:
+        """A table from rows already summed: one per (target, cluster), sorted by target then cluster, (rows, K)
+        sums in the order of `a` (the coefficients). `split_contrasts` builds these from integer codes: no
+        frame, no factorize over tens of millions of rows. Rows without offers are dropped, as in __init__."""
+        tab = cls.__new__(cls)
+        live = _row_sums(n) > 0
+        tab.a, tab.K, tab.targets, tab.T = np.asarray(a, dtype=float), len(a), targets, len(targets)
+        tab.cluster_uniques = cluster_uniques
+        if not live.all():
+            n, y, cluster_target, cluster_code = n[live], y[live], cluster_target[live], cluster_code[live]
+        tab.n, tab.y, tab.cluster_target, tab.cluster_code = n, y, cluster_target, cluster_code
+        return tab
+
+    def _segments_by_target(self) -> tuple[np.ndarray, np.ndarray]:
+        """(segment starts, each segment's target): rows are sorted by target (both constructors sort them)."""
         if not hasattr(self, "_segments"):
-            order = np.argsort(self.cluster_target, kind="stable")
-            ct = self.cluster_target[order]
+            ct = self.cluster_target
             starts = np.flatnonzero(np.r_[True, ct[1:] != ct[:-1]]) if len(ct) else np.zeros(0, np.int64)
-            self._segments = (order, starts, ct[starts])
+            self._segments = (starts, ct[starts])
         return self._segments
 
     def per_target(self, values: np.ndarray) -> np.ndarray:
@@ -264,8 +287,8 @@ class _Table:
         out = np.zeros((self.T, flat.shape[1]))
         if len(flat):
             # one segmented sum over all columns (a bincount per column is slow when there are many)
-            order, starts, targets = self._segments_by_target()
-            out[targets] = np.add.reduceat(flat[order], starts, axis=0)
+            starts, targets = self._segments_by_target()
+            out[targets] = np.add.reduceat(flat, starts, axis=0)
         return out.reshape((self.T,) + values.shape[1:])
 
     def gram(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
@@ -277,12 +300,13 @@ class _Table:
         out = np.zeros((self.T, left.shape[1], right.shape[1]))
         if not len(left):
             return out
-        order, starts, targets = self._segments_by_target()
-        L, R = left[order], right[order]
+        starts, targets = self._segments_by_target()
+        L, R = left, right
         ends = np.r_[starts[1:], len(L)]
         if len(L) >= _ROWS_PER_PRODUCT * len(starts):
-            for t, a, b in zip(targets.tolist(), starts.tolist(), ends.tolist()):
-                out[t] = L[a:b].T @ R[a:b]
+            with _one_blas_thread():
+                for t, a, b in zip(targets.tolist(), starts.tolist(), ends.tolist()):
+                    out[t] = L[a:b].T @ R[a:b]
             return out
         # Many targets with few rows each: segmented sums of outer products over the targets that start in
         # one window of rows at a time (memory: about a window of rows x p x q).
@@ -310,6 +334,30 @@ class _Table:
         if not hasattr(self, "_count_gram"):
             self._count_gram = self.gram(self.n, self.n)
         return self._count_gram
+
+
+def _row_sums(x: np.ndarray) -> np.ndarray:
+    """x.sum(axis=1) of a (rows, K) array; einsum is 3-4x faster than a reduction over a short last axis."""
+    return np.einsum("ck->c", x)
+
+
+def _row_dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """(x * y).sum(axis=1) without the temporary product."""
+    return np.einsum("ck,ck->c", x, y)
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller() -> Any:
+    from threadpoolctl import ThreadpoolController  # light (a few ms), and only where products are made
+
+    return ThreadpoolController()
+
+
+def _one_blas_thread() -> Any:
+    """BLAS limited to one thread while `gram` makes its many small products: with OpenBLAS's default threads
+    a second thread spins on CPU time while the machine's other core is busy (10M-answer polarity, measure
+    class: 9.3 s CPU with two threads, 5.2 s with one; BENCHMARKS.md, issue 25 item 4)."""
+    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 _ROWS_PER_PRODUCT = 16  # average rows per target above which one matrix product per target is faster
@@ -360,10 +408,10 @@ def _working_scale(tab: _Table, w: np.ndarray, h: np.ndarray, N: np.ndarray, rho
     """
     n = tab.n
     z = w * h
-    nw, nz = (n * w).sum(axis=1), (n * z).sum(axis=1)
-    wSw = (1.0 - rho) * (n * w * w).sum(axis=1) + rho * nw * nw
-    zSw = (1.0 - rho) * (n * z * w).sum(axis=1) + rho * nz * nw
-    zSz = (1.0 - rho) * (N * z * z).sum(axis=1) + rho * tab.row_quadratic(z, tab.count_gram())
+    nw, nz = _row_dot(n, w), _row_dot(n, z)
+    wSw = (1.0 - rho) * _row_dot(n * w, w) + rho * nw * nw
+    zSw = (1.0 - rho) * _row_dot(n * z, w) + rho * nz * nw
+    zSz = (1.0 - rho) * _row_dot(N * z, z) + rho * tab.row_quadratic(z, tab.count_gram())
     expected = wSw - 2.0 * zSw + zSz
     with np.errstate(divide="ignore", invalid="ignore"):
         # expected <= 0 only when one cluster holds a whole component (flagged too_few_clusters)
@@ -384,9 +432,9 @@ def _bm_df(tab: _Table, k: np.ndarray, h: np.ndarray, N: np.ndarray, rho: float)
     n = tab.n
     W = np.sqrt(N) * k * h  # N: the target's N_g on each cluster row
     Z = k * h
-    s = (n * k).sum(axis=1)
+    s = _row_dot(n, k)
     sN = s[:, None] * n
-    D = (1.0 - rho) * (k * k * n).sum(axis=1) + rho * s * s
+    D = (1.0 - rho) * _row_dot(k * k, n) + rho * s * s
     U = np.concatenate([W, Z, sN], axis=1)
     P = tab.gram(U, U)  # (T, 3K, 3K)
     Q = tab.gram(D[:, None] * U, U)
@@ -554,7 +602,7 @@ def _psd_clip(V: np.ndarray) -> np.ndarray:
 
 
 def cluster_contrasts(
-    cells: pd.DataFrame,
+    cells: pd.DataFrame | _Table,
     coefficients: Mapping[Hashable, float],
     null: float,
     alpha: float = 0.05,
@@ -568,6 +616,7 @@ def cluster_contrasts(
 
     cells: columns target, cluster, component, y, n (see the module docstring), optionally
     partner_cluster (the cluster of the other person of the question, e.g. the partner's render);
+    or a one-way `_Table` of their sums (`_Table.from_sums`, components in the order of `coefficients`);
     rows whose component has no (or a zero) coefficient are ignored, repeated keys are summed.
     method: "cr2" (working-model bias-reduced sandwich with Bell-McCaffrey df; default) or
     "cr1" (G/(G-1) sandwich, t(G-1); anti-conservative with few or unbalanced clusters, kept
@@ -589,12 +638,15 @@ def cluster_contrasts(
     method = DEFAULT_METHOD if method is None else method
     if method not in ("cr2", "cr1"):
         raise ValueError(f"method must be 'cr2' or 'cr1', got {method!r}")
-    crossed = (
-        two_way
-        and "partner_cluster" in cells.columns
-        and bool((cells["partner_cluster"].to_numpy() != cells["cluster"].to_numpy()).any())
-    )
-    tab = _Table(cells, coefficients)
+    if isinstance(cells, _Table):  # summed already (`split_contrasts`): one-way
+        tab, crossed = cells, False
+    else:
+        crossed = (
+            two_way
+            and "partner_cluster" in cells.columns
+            and bool((cells["partner_cluster"].to_numpy() != cells["cluster"].to_numpy()).any())
+        )
+        tab = _Table(cells, coefficients)
     a = tab.a
     Ntg = tab.per_target(tab.n)  # (T, K)
     Ytg = tab.per_target(tab.y)
@@ -603,6 +655,7 @@ def cluster_contrasts(
     missing = (Ntg <= 0).any(axis=1)
     too_few = (G < 2) | (clusters_g < 2).any(axis=1)
     if crossed:
+        assert isinstance(cells, pd.DataFrame)  # a _Table is one-way
         # the same cells clustered by partner, and by the intersection (own, partner)
         own = pd.factorize(cells["cluster"])[0].astype(np.int64)
         partner = pd.factorize(cells["partner_cluster"])[0].astype(np.int64)
@@ -618,7 +671,7 @@ def cluster_contrasts(
     u = k_o * e_o
     terms = [(tab, k_o / a, 1.0)]  # (table, design scale per component, sign) of each variance term
     if not crossed:
-        psi = u.sum(axis=1)
+        psi = _row_sums(u)
         var = np.bincount(tab.cluster_target, weights=psi * psi, minlength=tab.T)
     else:
         # Cameron-Gelbach-Miller: V_own + V_partner - V_intersection for the K component rates, each

@@ -20,11 +20,32 @@ import numpy as np
 import pandas as pd
 
 from vignette_bench.stats import distributions
-from vignette_bench.stats.clustered import OUTPUT_COLUMNS, cluster_contrasts, estimate_icc, refusal_bounds
+from vignette_bench.stats.clustered import (
+    OUTPUT_COLUMNS,
+    _icc_from_table,
+    _Table,
+    cluster_contrasts,
+    refusal_bounds,
+)
 from vignette_bench.stats.counts import SIDE_LEFT, SIDE_RIGHT
 from vignette_bench.stats.planning import detectable_effect
 
 FLAG_CONSTANT = "constant_part"
+
+
+def _constant(Y: np.ndarray, N: np.ndarray) -> np.ndarray:
+    """Per target (rows of the (targets, components) sums), whether some component's answers are all 0 or all 1."""
+    return np.asarray(((Y <= 1e-12) | (Y >= N - 1e-12)).any(axis=1))
+
+
+def _mark_constant(out: pd.DataFrame, constant: np.ndarray) -> pd.DataFrame:
+    """Flag FLAG_CONSTANT (p = 1, no interval) on the tested targets marked in `constant` (out's row order)."""
+    hit = constant & (out["flag"] == "").to_numpy()
+    out = out.copy()
+    out.loc[hit, "flag"] = FLAG_CONSTANT
+    out.loc[hit, "p_value"] = 1.0
+    out.loc[hit, ["statistic", "ci_low", "ci_high", "df"]] = np.nan
+    return out
 
 
 def _flag_constant(out: pd.DataFrame, frame: pd.DataFrame, coef: Mapping[Hashable, float]) -> pd.DataFrame:
@@ -32,12 +53,7 @@ def _flag_constant(out: pd.DataFrame, frame: pd.DataFrame, coef: Mapping[Hashabl
     sums = used.groupby(["target", "component"])[["y", "n"]].sum()
     constant = (sums["y"] <= 1e-12) | (sums["y"] >= sums["n"] - 1e-12)
     bad = constant[constant].index.get_level_values("target").unique()
-    hit = out.index.isin(bad) & (out["flag"] == "").to_numpy()
-    out = out.copy()
-    out.loc[hit, "flag"] = FLAG_CONSTANT
-    out.loc[hit, "p_value"] = 1.0
-    out.loc[hit, ["statistic", "ci_low", "ci_high", "df"]] = np.nan
-    return out
+    return _mark_constant(out, out.index.isin(bad))
 
 
 def _part_codes(cells: pd.DataFrame, weights: Mapping[Hashable, float]) -> tuple[np.ndarray, list[float]]:
@@ -156,20 +172,63 @@ def detectable(se: np.ndarray, df: np.ndarray, alpha: float = 0.05, power: float
         return np.where(ok, (distributions.t_isf(alpha / 2.0, d) + distributions.t_ppf(power, d)) * se, np.nan)
 
 
-def expand(owner: np.ndarray, target_owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs (row, target) of every row with every target of the same owner (e.g. identity).
+def _grouped_order(code: np.ndarray, lead: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(stable order sorting `code`, the sorted code); `lead`, small non-negative ints, is code's leading key.
 
-    PairComp's target (i, partner) and log-odds' target (i, context) each compare all of i's
-    offers split two ways, so each of i's cells appears once per target of i.
+    The count views are keyed cluster first, so their rows are already sorted by cluster within each owner:
+    a radix sort on the owner alone (16-bit keys) then sorts the whole code, in a fraction of a general sort.
     """
-    order = np.argsort(owner, kind="stable")
-    n_owner = int(max(owner.max(initial=-1), target_owner.max(initial=-1))) + 1
-    count = np.bincount(owner, minlength=n_owner)
-    start = np.concatenate([[0], np.cumsum(count)[:-1]])
-    per_target = count[target_owner]
-    target = np.repeat(np.arange(len(target_owner)), per_target)
-    first = np.repeat(start[target_owner] - np.concatenate([[0], np.cumsum(per_target)[:-1]]), per_target)
-    return order[first + np.arange(len(target))], target
+    if len(lead) and int(lead.max()) < 2**16:
+        order = _radix_order(lead)
+        ordered = code[order]
+        if bool(np.all(ordered[1:] >= ordered[:-1])):
+            return order, ordered
+    order = np.argsort(code, kind="stable")
+    return order, code[order]
+
+
+def _radix_order(small: np.ndarray) -> np.ndarray:
+    """Stable argsort of non-negative ints below 2**16 (numpy radix-sorts 16-bit keys)."""
+    return np.argsort(small.astype(np.uint16), kind="stable")
+
+
+def _segments(sorted_code: np.ndarray) -> np.ndarray:
+    """Start of each run of equal values of a sorted array."""
+    return np.flatnonzero(np.r_[True, sorted_code[1:] != sorted_code[:-1]]) if len(sorted_code) else np.zeros(0, int)
+
+
+def _run_index(starts: np.ndarray, length: int) -> np.ndarray:
+    """Each element's run, given the runs' starts."""
+    return np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, length]))
+
+
+def _cluster_codes(values: pd.Series) -> np.ndarray:
+    """Non-negative integer codes ordered like the values (the count views' cluster codes pass through)."""
+    arr = values.to_numpy()
+    if arr.dtype.kind in "iu" and (len(arr) == 0 or int(arr.min()) >= 0):
+        return arr.astype(np.int64, copy=False)
+    return pd.factorize(values, sort=True)[0].astype(np.int64)
+
+
+def _icc_of_owners(owner: np.ndarray, cluster: np.ndarray, y: np.ndarray, n: np.ndarray, order: np.ndarray) -> float:
+    """`estimate_icc` of the owners' pooled rates: one component, rows (owner, cluster), summed from codes
+    (`order`: an order of the cells sorting them by owner, then cluster)."""
+    stride = int(cluster.max()) + 1
+    code = (owner * stride + cluster)[order]
+    starts = _segments(code)
+    rows = code[starts]
+    row_owner = rows // stride  # sorted
+    owner_starts = _segments(row_owner)
+    tab = _Table.from_sums(
+        np.ones(1),
+        np.add.reduceat(n[order], starts)[:, None] if len(starts) else np.zeros((0, 1)),
+        np.add.reduceat(y[order], starts)[:, None] if len(starts) else np.zeros((0, 1)),
+        _run_index(owner_starts, len(rows)),
+        rows % stride,
+        pd.Index(row_owner[owner_starts]),
+        pd.RangeIndex(stride),
+    )
+    return _icc_from_table(tab)
 
 
 def split_contrasts(
@@ -188,88 +247,164 @@ def split_contrasts(
     partner_cluster column: per (owner, key, cluster, partner_cluster, side), tested two-way
     unless `two_way` is False). PairComp: owner
     identity, key partner; log-odds: owner identity, key context. The working icc is estimated
-    once from the owners' pooled rates, and targets are tested in chunks of at most `max_rows`
-    expanded rows, so memory stays bounded. Returns `side_balanced_contrasts` rows indexed by
-    target position (0 .. len(target_owner) - 1).
+    once from the owners' pooled rates, and targets are tested in chunks of about `max_rows`
+    (owner cluster, side) rows, so memory stays bounded. Returns `side_balanced_contrasts` rows indexed by
+    target position (0 .. len(target_owner) - 1): the same as testing, per target, every cell of its owner
+    with part 0 for the target's key and 1 otherwise (tests/stats/test_split_contrasts.py).
     """
     if cells.empty or len(target_owner) == 0:
         return side_balanced_contrasts(cells.iloc[:0], {0: 1.0, 1: -1.0}, 0.0, alpha)
-    icc = estimate_icc(
-        pd.DataFrame({"target": owner, "cluster": cells["cluster"].to_numpy(), "component": 0}).assign(
-            y=cells["y"].to_numpy(), n=cells["n"].to_numpy()
-        ),
-        {0: 1.0},
-    )
-    # Every estimator downstream uses only (target, cluster, side, part) sums of y and n, so a target's
-    # "other keys" part is the owner's (cluster, side) total minus the key's own cells: one row per
-    # (target, cluster, side) instead of every owner cell repeated for each of the owner's targets
-    # (log-odds: x the number of contexts). The counts are whole numbers, so the sums are exact and the
-    # results equal those of the expanded cells.
+    owner = np.asarray(owner).astype(np.int64, copy=False)
+    own_cluster = _cluster_codes(cells["cluster"])
+    y, n = cells["y"].to_numpy(dtype=float), cells["n"].to_numpy(dtype=float)
     crossed = two_way and "partner_cluster" in cells.columns
     if crossed:
-        # the arithmetic below runs on the intersection (own, partner) cluster; mapped back at the end
+        # the arithmetic below runs on the intersection (own, partner) cluster; mapped back for the test
         pairs = pd.MultiIndex.from_arrays([cells["cluster"].to_numpy(), cells["partner_cluster"].to_numpy()])
-        cluster, uniq_pairs = pd.factorize(pairs)
+        codes, uniq_pairs = pd.factorize(pairs, sort=True)
+        cluster = codes.astype(np.int64)
         own_of = np.asarray(uniq_pairs.get_level_values(0))
         partner_of = np.asarray(uniq_pairs.get_level_values(1))
     else:
-        cluster, _ = pd.factorize(cells["cluster"])
-    side = cells["side"].to_numpy().astype(np.int64)
-    y, n = cells["y"].to_numpy(dtype=float), cells["n"].to_numpy(dtype=float)
-    n_sides = int(side.max()) + 1 if len(side) else 1
-    n_clusters = int(cluster.max()) + 1 if len(cluster) else 1
-    # owner totals per (cluster, side)
-    cs = cluster.astype(np.int64) * n_sides + side
-    oc = owner.astype(np.int64) * (n_clusters * n_sides) + cs
-    oc_keys, oc_inv = np.unique(oc, return_inverse=True)
-    tot_y, tot_n = np.bincount(oc_inv, weights=y), np.bincount(oc_inv, weights=n)
-    tot_owner = oc_keys // (n_clusters * n_sides)
-    tot_cs = oc_keys % (n_clusters * n_sides)
+        cluster = own_cluster
+    side = cells["side"].to_numpy().astype(np.int64, copy=False)
+    S = max(int(side.max()) + 1, 2)
+    # Every estimator downstream uses only (target, cluster, side, part) sums of y and n, so a target's
+    # "other keys" part is its owner's (cluster, side) total minus the key's own cells. The owner's totals
+    # are summed once; a target's rows are its owner's clusters with those totals, its own cells subtracted.
+    # The counts are whole numbers, so the differences are exact and the results equal the expanded cells'.
+    n_cs = (int(cluster.max()) + 1) * S
+    ocs = owner * n_cs
+    ocs += cluster * S
+    ocs += side
+    order, ocs_sorted = _grouped_order(ocs, owner)
+    del ocs
+    # the intersection codes sort like their own clusters (factorized sorted), so `order` sorts those too
+    icc = _icc_of_owners(owner, own_cluster, y, n, order)
+    ocs_starts = _segments(ocs_sorted)
+    ocs_keys = ocs_sorted[ocs_starts]
+    del ocs_sorted
+    oc_starts = _segments(ocs_keys // S)  # (owner, cluster) rows
+    oc_of_ocs = _run_index(oc_starts, len(ocs_keys))
+    oc_owner, oc_cluster = ocs_keys[oc_starts] // n_cs, (ocs_keys[oc_starts] % n_cs) // S
+    tot_n, tot_y = np.zeros((len(oc_starts), S)), np.zeros((len(oc_starts), S))
+    tot_n[oc_of_ocs, ocs_keys % S] = np.add.reduceat(n[order], ocs_starts)
+    tot_y[oc_of_ocs, ocs_keys % S] = np.add.reduceat(y[order], ocs_starts)
+    tot_seen = np.zeros((len(oc_starts), S), dtype=bool)
+    tot_seen[oc_of_ocs, ocs_keys % S] = True
+    n_owner = int(max(owner.max(), target_owner.max())) + 1
+    first_oc = np.searchsorted(oc_owner, np.arange(n_owner + 1))  # each owner's (owner, cluster) rows
+    cell_oc = np.empty(len(owner), dtype=np.int64)
+    cell_oc[order] = oc_of_ocs[_run_index(ocs_starts, len(order))]
     # the target (if any) each cell's own key makes it part of
     n_keys = int(max(key.max(initial=-1), target_key.max(initial=-1))) + 1
     target_code = target_owner.astype(np.int64) * n_keys + target_key
-    cell_code = owner.astype(np.int64) * n_keys + key
-    order = np.argsort(target_code, kind="stable")
-    pos = np.searchsorted(target_code[order], cell_code)
-    pos = np.minimum(pos, len(order) - 1)
-    cell_target = np.where(target_code[order][pos] == cell_code, order[pos], -1)
-    sizes = np.bincount(tot_owner, minlength=int(target_owner.max()) + 1)[target_owner]
-    chunk = (np.cumsum(sizes) - 1) // max_rows  # consecutive targets, about max_rows rows each
-    out = []
-    for c in np.unique(chunk):
-        t = np.flatnonzero(chunk == c)
-        rows, tgt = expand(tot_owner, target_owner[t])  # every (cluster, side) total of each target's owner
-        targets = t[tgt]
-        own = np.flatnonzero(np.isin(cell_target, t))  # the targets' own cells
-        own_code = cell_target[own] * (n_clusters * n_sides) + cs[own]
-        all_code = targets.astype(np.int64) * (n_clusters * n_sides) + tot_cs[rows]
-        # subtract each target's own cells from its owner's totals (one own cell per (target, cluster, side));
-        # all_code is already sorted (targets ascending, each owner's totals in key order), and sorted
-        # queries let searchsorted start each search where the last ended
-        sorter = None if np.all(all_code[1:] > all_code[:-1]) else np.argsort(all_code, kind="stable")
-        queries = np.argsort(own_code, kind="stable")
-        at = np.empty(len(own_code), dtype=np.int64)
-        at[queries] = np.searchsorted(all_code, own_code[queries], sorter=sorter)
-        if sorter is not None:
-            at = sorter[at]
-        other_y, other_n = tot_y[rows].copy(), tot_n[rows].copy()
-        np.subtract.at(other_y, at, y[own])
-        np.subtract.at(other_n, at, n[own])
-        frame = pd.DataFrame(
-            {
-                "target": np.concatenate([cell_target[own], targets]),
-                "cluster": np.concatenate([cluster[own], tot_cs[rows] // n_sides]),
-                "side": np.concatenate([side[own], tot_cs[rows] % n_sides]),
-                "part": np.concatenate([np.zeros(len(own), np.int64), np.ones(len(rows), np.int64)]),
-                "y": np.concatenate([y[own], other_y]),
-                "n": np.concatenate([n[own], other_n]),
-            }
+    cell_code = owner * n_keys + key
+    if n_owner * n_keys <= 4 * len(cell_code) + 1_000_000:  # a lookup table (the first of equal targets wins)
+        lookup = np.full(n_owner * n_keys, -1, dtype=np.int64)
+        lookup[target_code[::-1]] = np.arange(len(target_code))[::-1]
+        cell_target = (
+            lookup[cell_code]
+            if cell_code.min() >= 0
+            else np.where(cell_code >= 0, lookup[np.maximum(cell_code, 0)], -1)
         )
+    else:
+        by_code = np.argsort(target_code, kind="stable")
+        pos = np.minimum(np.searchsorted(target_code[by_code], cell_code), len(by_code) - 1)
+        cell_target = np.where(target_code[by_code][pos] == cell_code, by_code[pos], -1)
+    # side balance per target: own and other offers on both sides (sums of non-negative counts)
+    T = len(target_owner)
+    mine = slice(None) if cell_target.min() >= 0 else cell_target >= 0  # (masks cost a pass each)
+    own_side = np.bincount(cell_target[mine] * S + side[mine], weights=n[mine], minlength=T * S).reshape(T, S)
+    owner_side = np.bincount(owner * S + side, weights=n, minlength=n_owner * S).reshape(n_owner, S)
+    other_side = owner_side[target_owner] - own_side
+    balanced = (own_side[:, :2] > 0).all(axis=1) & (other_side[:, :2] > 0).all(axis=1)
+    # targets in chunks of consecutive positions, about max_rows (owner cluster, side) rows each
+    sizes = np.bincount(oc_owner, weights=tot_seen.sum(axis=1), minlength=n_owner)[target_owner]
+    chunk = (np.cumsum(sizes) - 1) // max_rows
+    chunk_ends = np.searchsorted(chunk, np.unique(chunk), side="right")
+    by_target = _radix_order(cell_target + 1) if T < 2**16 - 1 else np.argsort(cell_target, kind="stable")
+    target_sorted = cell_target[by_target]
+    cell_bounds = np.asarray(np.searchsorted(target_sorted, np.r_[0, chunk_ends]))  # cells of no target: before 0
+    del target_sorted
+    out = []
+    for c, (lo, hi) in enumerate(zip(np.r_[0, chunk_ends[:-1]].tolist(), chunk_ends.tolist())):
+        t = np.arange(lo, hi)
+        t = t[first_oc[target_owner[t] + 1] > first_oc[target_owner[t]]]  # owners without cells: no test
+        count = first_oc[target_owner[t] + 1] - first_oc[target_owner[t]]
+        row_start = np.r_[0, np.cumsum(count)[:-1]]
+        row_target = np.repeat(np.arange(len(t)), count)  # index into t
+        row_oc = np.repeat(first_oc[target_owner[t]] - row_start, count) + np.arange(int(count.sum()))
+        cells_c = by_target[cell_bounds[c] : cell_bounds[c + 1]]
+        local = np.searchsorted(t, cell_target[cells_c])  # every cell's target is in t (its owner has cells)
+        at = (row_start[local] + cell_oc[cells_c] - first_oc[owner[cells_c]]) * S + side[cells_c]
+        own_n = np.bincount(at, weights=n[cells_c], minlength=len(row_oc) * S).reshape(-1, S)
+        own_y = np.bincount(at, weights=y[cells_c], minlength=len(row_oc) * S).reshape(-1, S)
+        other_n, other_y = tot_n[row_oc] - own_n, tot_y[row_oc] - own_y
         if crossed:
+            own_seen = np.bincount(at, minlength=len(row_oc) * S).reshape(-1, S) > 0
+            frame = _long_rows(
+                t[row_target], oc_cluster[row_oc], own_seen, tot_seen[row_oc], own_n, own_y, other_n, other_y
+            )
             ic = frame["cluster"].to_numpy()
             frame = frame.assign(cluster=own_of[ic], partner_cluster=partner_of[ic])
-        frame = frame.iloc[np.argsort(frame["target"].to_numpy(), kind="stable")]
-        out.append(
-            side_balanced_contrasts(frame, {0: 1.0, 1: -1.0}, 0.0, alpha, icc=icc, constant_parts=True, two_way=two_way)
-        )
+            out.append(
+                side_balanced_contrasts(
+                    frame, {0: 1.0, 1: -1.0}, 0.0, alpha, icc=icc, constant_parts=True, two_way=True
+                )
+            )
+            continue
+        for is_bal in (True, False):
+            pick = balanced[t] == is_bal
+            if not pick.any():
+                continue
+            rows = slice(None) if pick.all() else pick[row_target]
+            parts = [own_n[rows], other_n[rows]], [own_y[rows], other_y[rows]]
+            if is_bal:  # components own left, own right, other left, other right
+                sums = [np.concatenate([p[:, :2] for p in part], axis=1) for part in parts]
+                a = np.array([0.5, 0.5, -0.5, -0.5])
+            else:  # pooled over every side, unknown included
+                sums = [np.column_stack([np.einsum("ck->c", p) for p in part]) for part in parts]
+                a = np.array([1.0, -1.0])
+            tab = _Table.from_sums(
+                a,
+                sums[0],
+                sums[1],
+                (np.cumsum(pick) - 1)[row_target[rows]],
+                oc_cluster[row_oc[rows]],
+                pd.Index(t[pick]),
+                pd.RangeIndex(n_cs // S),
+            )
+            coef: dict[Hashable, float] = {i: float(v) for i, v in enumerate(a)}
+            res = cluster_contrasts(tab, coef, 0.0, alpha, icc=icc, two_way=False).set_index("target")
+            res["n_partner_clusters"] = np.nan
+            res = _mark_constant(res, _constant(tab.per_target(tab.y), tab.per_target(tab.n)))
+            out.append(res.assign(side_balanced=bool(is_bal)))
     return pd.concat(out)
+
+
+def _long_rows(
+    target: np.ndarray,
+    cluster: np.ndarray,
+    own_seen: np.ndarray,
+    other_seen: np.ndarray,
+    own_n: np.ndarray,
+    own_y: np.ndarray,
+    other_n: np.ndarray,
+    other_y: np.ndarray,
+) -> pd.DataFrame:
+    """The (target, cluster, side, part) rows of a chunk as `side_balanced_contrasts` takes them, by target."""
+    S = own_n.shape[1]
+    picks = [np.flatnonzero(own_seen.ravel()), np.flatnonzero(other_seen.ravel())]
+    row = np.concatenate([p // S for p in picks])
+    frame = pd.DataFrame(
+        {
+            "target": target[row],
+            "cluster": cluster[row],
+            "side": np.concatenate([p % S for p in picks]),
+            "part": np.repeat([0, 1], [len(p) for p in picks]),
+            "y": np.concatenate([own_y.ravel()[picks[0]], other_y.ravel()[picks[1]]]),
+            "n": np.concatenate([own_n.ravel()[picks[0]], other_n.ravel()[picks[1]]]),
+        }
+    )
+    return frame.iloc[np.argsort(frame["target"].to_numpy(), kind="stable")]
