@@ -153,10 +153,20 @@ def aggregate_offers(
     keys: list[np.ndarray], dims: list[int], state: np.ndarray, weights: np.ndarray | None, k_offer: np.ndarray
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Count offers per cell: one unweighted bincount over (cell, state) for sampled answers."""
+    out_keys, sums, coded = _aggregate_offers_coded(keys, dims, state, weights, k_offer)
+    return (_unravel(out_keys[0], coded) if coded is not None else out_keys), sums
+
+
+def _aggregate_offers_coded(
+    keys: list[np.ndarray], dims: list[int], state: np.ndarray, weights: np.ndarray | None, k_offer: np.ndarray
+) -> tuple[list[np.ndarray], list[np.ndarray], list[int] | None]:
+    """`aggregate_offers`, with the cells as one flat code under the returned key sizes where they fit in
+    int64 (else one array per key and None): the store keeps them flat until a view is read."""
     dims = [max(int(x), 1) for x in dims]
     size = float(np.prod([float(x) for x in dims]))
+    coded: list[int] | None = None
     if len(state) == 0:
-        return [k[:0].astype(np.int64) for k in keys], [np.zeros(0) for _ in VALUE_NAMES]
+        return [k[:0].astype(np.int64) for k in keys], [np.zeros(0) for _ in VALUE_NAMES], None
     if size < 2.0**60:
         flat = np.ravel_multi_index(keys, dims)
         if size <= 4 * len(flat) + 1_000_000:
@@ -167,7 +177,7 @@ def aggregate_offers(
         else:
             cell, uniq = _sorted_codes(flat)  # cells in key order, so that `aggregate` merges sorted chunks
             counts = np.bincount(cell * 3 + state, minlength=3 * len(uniq)).reshape(-1, 3)
-        out_keys = _unravel(uniq, dims)
+        out_keys, coded = [uniq.astype(np.int64, copy=False)], dims
     else:
         frame = pd.DataFrame({f"k{i}": x for i, x in enumerate(keys)})
         cell = frame.groupby(list(frame.columns), sort=False).ngroup().to_numpy()
@@ -177,7 +187,11 @@ def aggregate_offers(
     offered = (counts[:, 0] + counts[:, 1]).astype(float)
     if weights is None and k_offer.min() == k_offer.max():
         selected = counts[:, 1].astype(float)
-        return out_keys, [offered, selected, selected.copy(), offered / float(k_offer[0]), counts[:, 2].astype(float)]
+        return (
+            out_keys,
+            [offered, selected, selected.copy(), offered / float(k_offer[0]), counts[:, 2].astype(float)],
+            coded,
+        )
     if cell is None:
         lookup = np.full(int(size), -1, dtype=np.int64)
         lookup[uniq] = np.arange(len(uniq))
@@ -186,7 +200,28 @@ def aggregate_offers(
     x = (state == 1).astype(float) if weights is None else weights * ok
     m = len(offered)
     sums = [np.bincount(cell, weights=v, minlength=m) for v in (x, x * x, ok / k_offer)]
-    return out_keys, [offered, sums[0], sums[1], sums[2], counts[:, 2].astype(float)]
+    return out_keys, [offered, sums[0], sums[1], sums[2], counts[:, 2].astype(float)], coded
+
+
+def _recode(flat: np.ndarray, old: list[int], new: list[int]) -> np.ndarray:
+    """Flat cell codes under key sizes `old` as codes under `new` (sizes only grow as names are seen).
+    Only the keys before the longest run of unchanged trailing sizes are re-spread: when clusters are the
+    leading keys, as in every view, that is one divmod, not a full unravel and ravel."""
+    if old == new:
+        return flat
+    t = len(old)
+    while t > 0 and old[t - 1] == new[t - 1]:
+        t -= 1
+    tail = math.prod(old[t:])
+    head, rest = np.divmod(flat, tail) if tail > 1 else (flat, None)
+    head = np.ravel_multi_index(tuple(_unravel(head, old[:t])), tuple(new[:t])) if t > 1 else head
+    return head if rest is None else head * tail + rest
+
+
+def _key_arrays(chunk: tuple[list[np.ndarray], list[np.ndarray], list[int] | None]) -> list[np.ndarray]:
+    """A chunk's cells as one array per key."""
+    keys, _, coded = chunk
+    return _unravel(keys[0], coded) if coded is not None else keys
 
 
 def _partner_clusters(cluster: np.ndarray, k: np.ndarray, parent: np.ndarray) -> np.ndarray:
@@ -241,7 +276,9 @@ class CountStore:
             "group": Vocab(),
             "cluster": Vocab(),
         }
-        self.chunks: dict[tuple[str, ...], list[tuple[list[np.ndarray], list[np.ndarray]]]] = {
+        # per view, chunks of (keys, sums, coded): keys is [one flat code per cell] under the key sizes
+        # `coded`, or (None) one array per key where the key space is too large for int64 codes
+        self.chunks: dict[tuple[str, ...], list[tuple[list[np.ndarray], list[np.ndarray], list[int] | None]]] = {
             v: [] for v in self.views
         }
         self.pending = dict.fromkeys(self.views, 0)
@@ -612,8 +649,10 @@ class CountStore:
         dims = self._key_dims()
         for view in self.views:
             chunks = self.chunks[view]
-            keys, sums = aggregate_offers([cols[k] for k in view], [dims[k] for k in view], state, weights, k_offer)
-            chunks.append((keys, [sums[VALUE_NAMES.index(v)] for v in self.view_values[view]]))
+            keys, sums, coded = _aggregate_offers_coded(
+                [cols[k] for k in view], [dims[k] for k in view], state, weights, k_offer
+            )
+            chunks.append((keys, [sums[VALUE_NAMES.index(v)] for v in self.view_values[view]], coded))
             self.pending[view] += len(keys[0])
             # merging sorted chunks is cheap, so compact often: once the batches' new cells pass half the
             # compacted ones (`pending` counts both)
@@ -631,19 +670,22 @@ class CountStore:
             dims = [max(all_dims[k], 1) for k in view]
             size = math.prod(dims)
             if size < 2**62:
-                # one int64 code per cell instead of an array per key: the merge holds a fifth of the keys
+                # one int64 code per cell instead of an array per key: the merge holds a fifth of the keys,
+                # and the merged cells stay coded (unravelled once, when the view is read)
                 codes = []
-                for keys, _ in chunks:
-                    codes.append(np.ravel_multi_index(keys, dims))
+                for keys, _, coded in chunks:
+                    codes.append(
+                        _recode(keys[0], coded, dims) if coded is not None else np.ravel_multi_index(keys, dims)
+                    )
                     keys.clear()
                 merged_keys, key_dims = [np.concatenate(codes)], [size]
                 del codes
             else:
-                merged_keys, key_dims = self._merge([c[0] for c in chunks]), dims
+                merged_keys, key_dims = self._merge([_key_arrays(c) for c in chunks]), dims
             values = self._merge([c[1] for c in chunks])
             chunks.clear()
             out_keys, sums = aggregate(merged_keys, key_dims, values)
-            chunks.append((_unravel(out_keys[0], dims) if size < 2**62 else out_keys, sums))
+            chunks.append((out_keys, sums, dims if size < 2**62 else None))
         self.compacted[view] = len(chunks[0][0][0]) if chunks else 0
         self.pending[view] = self.compacted[view]
 
@@ -667,7 +709,8 @@ class CountStore:
         names = self.view_values[view]
         if not chunks:
             return pd.DataFrame({**{k: np.zeros(0, np.int64) for k in view}, **{v: np.zeros(0) for v in names}})
-        keys, values = chunks[0]
+        keys, values = _key_arrays(chunks[0]), chunks[0][1]
+        chunks[0] = (keys, values, None)  # unravelled once: a second read of the view reuses the arrays
         # copy=False: the store's arrays become the columns as they are (at 10M answers a consolidating copy
         # of a test view was ~1 GB)
         return pd.DataFrame({**dict(zip(view, keys)), **dict(zip(names, values))}, copy=False)
