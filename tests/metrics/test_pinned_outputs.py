@@ -28,16 +28,24 @@ GOLDEN_DEFAULT = Path(__file__).parent / "data" / "pinned_outputs_default.json"
 # options that give the computations pinned in GOLDEN (before issue 27)
 LEGACY_OPTIONS: dict[str, dict] = {
     "selection_frequency": {"clustering": "one_way"},
-    "log_odds": {"clustering": "one_way"},
-    "pair_comp": {"clustering": "one_way"},
-    "polarity": {"paper_overall": "all_terms", "clustering": "one_way"},
+    "log_odds": {"clustering": "one_way", "one_sided": "pool"},
+    "pair_comp": {"clustering": "one_way", "one_sided": "pool"},
+    "polarity": {"paper_overall": "all_terms", "clustering": "one_way", "one_sided": "pool"},
 }
 # summary keys added since GOLDEN was written (left out of the legacy comparison)
 NEW_SUMMARY_KEYS = ("clustering",)
 # keys added since either golden file was written (issue 27 item 5: the position-adjusted test of
 # one-sided identities; every identity here stood on both sides, so no pinned number moves): left
 # out of both comparisons where the golden file lacks them
-POSITION_KEYS = ("position", "n_position_adjusted", "n_position_confounded", "test_position_adjusted")
+# and of the side-matched contrasts of one-sided targets (the `sides` column; LEGACY_OPTIONS pool them)
+POSITION_KEYS = (
+    "position",
+    "n_position_adjusted",
+    "n_position_confounded",
+    "test_position_adjusted",
+    "sides",
+    "n_side_matched",
+)
 TABLES = {"selection_frequency": "identities", "log_odds": "cells", "pair_comp": "pairs", "polarity": "scores"}
 DIMS = ("ability", "morality", "status")
 

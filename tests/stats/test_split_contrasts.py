@@ -59,3 +59,46 @@ def test_split_contrasts_equal_the_expanded_cells(seed: int, crossed: bool, key_
                 np.testing.assert_allclose(got[col].to_numpy(), want[col].to_numpy(), rtol=1e-12, atol=1e-12)
             else:
                 assert got[col].tolist() == want[col].tolist(), col
+
+
+def _one_sided_cells(seed: int) -> pd.DataFrame:
+    """A fixed-order design: owner 0 always left, owner 1 always right, owner 2 left with key 0 and right with
+    every other key, owner 3 with no side known."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for o in range(4):
+        for c in range(12):
+            for k in range(4):
+                side = {0: 0, 1: 1, 2: 0 if k == 0 else 1, 3: 2}[o]
+                n = int(rng.integers(1, 6))
+                rows.append((o, k, f"img{c}", side, int(rng.integers(0, n + 1)), n))
+    return pd.DataFrame(rows, columns=["owner", "key", "cluster", "side", "y", "n"])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_one_sided_targets_are_side_matched_pooled_or_untested(seed: int) -> None:
+    cells = _one_sided_cells(seed)
+    targets = cells[["owner", "key"]].drop_duplicates()
+    t_owner, t_key = targets["owner"].to_numpy(), targets["key"].to_numpy()
+    with variance_setting("cr2"):
+        want = _expanded(cells, t_owner, t_key).sort_index()
+        got = split_contrasts(cells, cells["owner"].to_numpy(), cells["key"].to_numpy(), t_owner, t_key).sort_index()
+    for col in want.columns:
+        if want[col].dtype.kind == "f":
+            np.testing.assert_allclose(got[col].to_numpy(), want[col].to_numpy(), rtol=1e-12, atol=1e-12)
+        else:
+            assert got[col].tolist() == want[col].tolist(), col
+    sides = dict(zip(zip(t_owner.tolist(), t_key.tolist()), got["sides"].tolist()))
+    assert {sides[(0, k)] for k in range(4)} == {"left only (side-matched)"}
+    assert {sides[(1, k)] for k in range(4)} == {"right only (side-matched)"}
+    assert sides[(2, 0)] == "no side shared (position-confounded)"  # key 0 left, the others right
+    assert {sides[(3, k)] for k in range(4)} == {"pooled (sides unknown)"}
+    confounded = got[got["sides"] == "no side shared (position-confounded)"]
+    assert (confounded["flag"] == "position_confounded").all() and (confounded["p_value"] == 1.0).all()
+    # the side-matched contrast is the difference of the two parts' rates on that side
+    mine = cells[cells["owner"] == 0]
+    own = mine[mine["key"] == 1]
+    other = mine[mine["key"] != 1]
+    target = int(np.flatnonzero((t_owner == 0) & (t_key == 1))[0])
+    rate = own["y"].sum() / own["n"].sum() - other["y"].sum() / other["n"].sum()
+    assert got.loc[target, "estimate"] == pytest.approx(rate, abs=1e-12)

@@ -58,9 +58,11 @@ from vignette_bench.stats.multiplicity import noise_corrected_magnitude, simes
 from vignette_bench.stats.planning import clusters_needed, detectable_effect
 from vignette_bench.stats.verdicts import (
     check_clustering,
+    check_one_sided,
     clustering_label,
     detectable,
     side_balanced_contrasts,
+    side_counts,
     split_contrasts,
 )
 
@@ -84,6 +86,7 @@ __all__ = [
     "clusters_needed",
     "column",
     "check_clustering",
+    "check_one_sided",
     "clustering_label",
     "detectable",
     "detectable_effect",
@@ -99,6 +102,7 @@ __all__ = [
     "right_sparse",
     "safe_div",
     "side_balanced_contrasts",
+    "side_counts",
     "split_contrasts",
     "significance_counts",
     "simes",

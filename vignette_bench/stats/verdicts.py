@@ -31,6 +31,20 @@ from vignette_bench.stats.counts import SIDE_LEFT, SIDE_RIGHT
 from vignette_bench.stats.planning import detectable_effect
 
 FLAG_CONSTANT = "constant_part"
+FLAG_POSITION_CONFOUNDED = "position_confounded"
+
+# How a target's contrast meets the sides (output column `sides`): both sides averaged; one side, where
+# only that side was seen in every part (a contrast between parts on the same side, so the side
+# preference cancels: "side-matched"); pooled, where no side is known; or no test, where sides are
+# known but no side is shared by every part (the contrast would be a side difference).
+BALANCED, LEFT_ONLY, RIGHT_ONLY, POOLED, CONFOUNDED = range(5)
+SIDES_TEXT = (
+    "balanced",
+    "left only (side-matched)",
+    "right only (side-matched)",
+    "pooled (sides unknown)",
+    "no side shared (position-confounded)",
+)
 
 
 def _constant(Y: np.ndarray, N: np.ndarray) -> np.ndarray:
@@ -65,25 +79,57 @@ def _part_codes(cells: pd.DataFrame, weights: Mapping[Hashable, float]) -> tuple
     return per_unique[codes], [float(weights[p]) for p in keys]
 
 
-def _balanced_targets(cells: pd.DataFrame, part: np.ndarray, n_parts: int) -> np.ndarray:
-    """Whether each row's target has valid offers on both sides in every weighted part."""
+def side_modes(parts_left: np.ndarray, parts_right: np.ndarray, n_parts: int, contrast: bool) -> np.ndarray:
+    """Per target, how its contrast meets the sides (BALANCED ... CONFOUNDED), from the number of weighted
+    parts with left and with right offers. One side is matched only for a contrast (weights summing to 0):
+    a single rate against a null keeps its pooled test (selection frequency adjusts those by its own model)."""
+    mode = np.full(len(parts_left), POOLED, dtype=np.int64)
+    known = (parts_left + parts_right) > 0
+    if contrast:
+        mode[known] = CONFOUNDED
+        mode[parts_right == n_parts] = RIGHT_ONLY
+        mode[parts_left == n_parts] = LEFT_ONLY
+    mode[(parts_left == n_parts) & (parts_right == n_parts)] = BALANCED
+    return mode
+
+
+def _target_side_modes(cells: pd.DataFrame, part: np.ndarray, w: list[float], match_sides: bool) -> np.ndarray:
+    """Each row's target's side mode (`side_modes`; without `match_sides`, one-sided contrasts are pooled)."""
     side = cells["side"].to_numpy()
     ok = (part >= 0) & (cells["n"].to_numpy() > 0) & np.isin(side, [SIDE_LEFT, SIDE_RIGHT])
     t_codes, targets = pd.factorize(cells["target"])
-    seen = pd.DataFrame({"t": t_codes[ok], "k": part[ok] * 2 + side[ok]}).drop_duplicates()
-    count = np.bincount(seen["t"].to_numpy(), minlength=len(targets))
-    return (count == 2 * n_parts)[t_codes]
+    seen = pd.DataFrame({"t": t_codes[ok], "part": part[ok], "side": side[ok]}).drop_duplicates()
+    per_side = [
+        np.bincount(seen["t"].to_numpy()[seen["side"].to_numpy() == s], minlength=len(targets))
+        for s in (SIDE_LEFT, SIDE_RIGHT)
+    ]
+    contrast = match_sides and len(w) > 1 and abs(sum(w)) < 1e-12
+    return side_modes(per_side[0], per_side[1], len(w), contrast)[t_codes]
 
 
 def _components(
-    cells: pd.DataFrame, part: np.ndarray, w: list[float], balanced: bool
+    cells: pd.DataFrame, part: np.ndarray, w: list[float], mode: int
 ) -> tuple[pd.DataFrame, dict[Hashable, float]]:
-    """Integer components: 4 * part + side (0 left, 1 right) when balanced, 4 * part + 3 when pooled."""
-    if balanced:
-        side = cells["side"].to_numpy()
+    """Integer components: 4 * part + side (0 left, 1 right) when balanced or side-matched, 4 * part + 3 when pooled."""
+    side = cells["side"].to_numpy()
+    if mode == BALANCED:
         comp = np.where(np.isin(side, [SIDE_LEFT, SIDE_RIGHT]) & (part >= 0), 4 * part + side, -1)
         return cells.assign(component=comp), {4 * i + s: a / 2.0 for i, a in enumerate(w) for s in (0, 1)}
+    if mode in (LEFT_ONLY, RIGHT_ONLY):
+        s = SIDE_LEFT if mode == LEFT_ONLY else SIDE_RIGHT
+        comp = np.where((side == s) & (part >= 0), 4 * part + s, -1)
+        return cells.assign(component=comp), {4 * i + s: a for i, a in enumerate(w)}
     return cells.assign(component=np.where(part >= 0, 4 * part + 3, -1)), {4 * i + 3: a for i, a in enumerate(w)}
+
+
+def _mark_confounded(out: pd.DataFrame) -> pd.DataFrame:
+    """Targets whose parts share no side: the pooled estimate is kept for reading, with no test."""
+    out = out.copy()
+    hit = (out["flag"] == "").to_numpy()
+    out.loc[hit, "flag"] = FLAG_POSITION_CONFOUNDED
+    out.loc[hit, "p_value"] = 1.0
+    out.loc[hit, ["statistic", "ci_low", "ci_high", "df"]] = np.nan
+    return out
 
 
 def side_balanced_contrasts(
@@ -96,6 +142,7 @@ def side_balanced_contrasts(
     icc: float | None = None,
     constant_parts: bool = False,
     two_way: bool = True,
+    match_sides: bool = True,
 ) -> pd.DataFrame:
     """Cluster-robust test of ``sum_part weights[part] * rate_part = null`` per target.
 
@@ -111,21 +158,25 @@ def side_balanced_contrasts(
     simulations of tests/metrics/test_calibration.py with ~10 answers per cell).
     two_way: with a partner_cluster column in `cells`, two-way (own x partner) clustering where
     the two differ (`cluster_contrasts`); False clusters on `cluster` alone.
+    match_sides: a contrast (weights summing to 0) whose parts were all seen on one side only is
+    tested on that side ("side-matched"), and one whose parts share no side is not tested
+    (FLAG_POSITION_CONFOUNDED); False pools both over every side, as before issue 27 (the output's
+    `sides` column says which).
     """
     cols = [c for c in OUTPUT_COLUMNS if c != "target"]
     extra = ["estimate_low", "estimate_high", "verdict_robust"] if refusals else []
     if cells.empty:
         return pd.DataFrame(
-            columns=[*cols, "n_partner_clusters", "side_balanced", *extra], index=pd.Index([], name="target")
+            columns=[*cols, "n_partner_clusters", "side_balanced", "sides", *extra], index=pd.Index([], name="target")
         )
     part, w = _part_codes(cells, weights)
-    balanced = _balanced_targets(cells, part, len(w))
+    modes = _target_side_modes(cells, part, w, match_sides)
     parts = []
-    for is_bal in (True, False):
-        rows = balanced == is_bal
+    for mode in (BALANCED, LEFT_ONLY, RIGHT_ONLY, POOLED, CONFOUNDED):
+        rows = modes == mode
         if not rows.any():
             continue
-        frame, coef = _components(cells[rows], part[rows], w, is_bal)
+        frame, coef = _components(cells[rows], part[rows], w, POOLED if mode == CONFOUNDED else mode)
         out = cluster_contrasts(frame, coef, null, alpha, icc=icc, two_way=two_way).set_index("target")
         if "n_partner_clusters" not in out.columns:
             out["n_partner_clusters"] = np.nan
@@ -134,7 +185,9 @@ def side_balanced_contrasts(
         if refusals:
             bounds = refusal_bounds(frame, coef, null, alpha, icc=icc, two_way=two_way).set_index("target")
             out = out.join(bounds[["estimate_low", "estimate_high", "verdict_robust"]])
-        parts.append(out.assign(side_balanced=bool(is_bal)))
+        if mode == CONFOUNDED:
+            out = _mark_confounded(out)
+        parts.append(out.assign(side_balanced=mode == BALANCED, sides=SIDES_TEXT[mode]))
     return pd.concat(parts)
 
 
@@ -150,6 +203,24 @@ def clustering_label(cluster_unit: str, crossed: bool) -> str:
         "group": "one-way (pair image)",
         "rows": "one-way (rows: independent answers assumed)",
     }.get(cluster_unit, f"one-way ({cluster_unit})")
+
+
+ONE_SIDED = ("match", "pool")
+
+
+def side_counts(sides: pd.Series) -> dict[str, int]:
+    """The summary's counts of targets tested on one side and of those left untested for want of a shared side."""
+    return {
+        "n_side_matched": int(sides.isin([SIDES_TEXT[LEFT_ONLY], SIDES_TEXT[RIGHT_ONLY]]).sum()),
+        "n_position_confounded": int((sides == SIDES_TEXT[CONFOUNDED]).sum()),
+    }
+
+
+def check_one_sided(value: object) -> bool:
+    """Validate a module's `one_sided` option; True when one-sided contrasts are side-matched."""
+    if value not in ONE_SIDED:
+        raise ValueError(f"one_sided must be one of {ONE_SIDED}, got {value!r}")
+    return value == "match"
 
 
 def check_clustering(value: object) -> bool:
@@ -240,6 +311,7 @@ def split_contrasts(
     alpha: float = 0.05,
     max_rows: int = 4_000_000,
     two_way: bool = True,
+    match_sides: bool = True,
 ) -> pd.DataFrame:
     """Per target (owner o, key k): side-balanced rate of o's offers with key k minus with any other key.
 
@@ -318,7 +390,8 @@ def split_contrasts(
     own_side = np.bincount(cell_target[mine] * S + side[mine], weights=n[mine], minlength=T * S).reshape(T, S)
     owner_side = np.bincount(owner * S + side, weights=n, minlength=n_owner * S).reshape(n_owner, S)
     other_side = owner_side[target_owner] - own_side
-    balanced = (own_side[:, :2] > 0).all(axis=1) & (other_side[:, :2] > 0).all(axis=1)
+    parts_on = [(own_side[:, s] > 0).astype(np.int64) + (other_side[:, s] > 0) for s in (SIDE_LEFT, SIDE_RIGHT)]
+    modes = side_modes(parts_on[0], parts_on[1], 2, contrast=match_sides)
     # targets in chunks of consecutive positions, about max_rows (owner cluster, side) rows each
     sizes = np.bincount(oc_owner, weights=tot_seen.sum(axis=1), minlength=n_owner)[target_owner]
     chunk = (np.cumsum(sizes) - 1) // max_rows
@@ -350,19 +423,30 @@ def split_contrasts(
             frame = frame.assign(cluster=own_of[ic], partner_cluster=partner_of[ic])
             out.append(
                 side_balanced_contrasts(
-                    frame, {0: 1.0, 1: -1.0}, 0.0, alpha, icc=icc, constant_parts=True, two_way=True
+                    frame,
+                    {0: 1.0, 1: -1.0},
+                    0.0,
+                    alpha,
+                    icc=icc,
+                    constant_parts=True,
+                    two_way=True,
+                    match_sides=match_sides,
                 )
             )
             continue
-        for is_bal in (True, False):
-            pick = balanced[t] == is_bal
+        for mode in (BALANCED, LEFT_ONLY, RIGHT_ONLY, POOLED, CONFOUNDED):
+            pick = modes[t] == mode
             if not pick.any():
                 continue
             rows = slice(None) if pick.all() else pick[row_target]
             parts = [own_n[rows], other_n[rows]], [own_y[rows], other_y[rows]]
-            if is_bal:  # components own left, own right, other left, other right
+            if mode == BALANCED:  # components own left, own right, other left, other right
                 sums = [np.concatenate([p[:, :2] for p in part], axis=1) for part in parts]
                 a = np.array([0.5, 0.5, -0.5, -0.5])
+            elif mode in (LEFT_ONLY, RIGHT_ONLY):  # own and other on the one side both were seen on
+                s = SIDE_LEFT if mode == LEFT_ONLY else SIDE_RIGHT
+                sums = [np.column_stack([p[:, s] for p in part]) for part in parts]
+                a = np.array([1.0, -1.0])
             else:  # pooled over every side, unknown included
                 sums = [np.column_stack([np.einsum("ck->c", p) for p in part]) for part in parts]
                 a = np.array([1.0, -1.0])
@@ -379,7 +463,9 @@ def split_contrasts(
             res = cluster_contrasts(tab, coef, 0.0, alpha, icc=icc, two_way=False).set_index("target")
             res["n_partner_clusters"] = np.nan
             res = _mark_constant(res, _constant(tab.per_target(tab.y), tab.per_target(tab.n)))
-            out.append(res.assign(side_balanced=bool(is_bal)))
+            if mode == CONFOUNDED:
+                res = _mark_confounded(res)
+            out.append(res.assign(side_balanced=mode == BALANCED, sides=SIDES_TEXT[mode]))
     return pd.concat(out)
 
 

@@ -17,8 +17,10 @@ from vignette_bench.stats import (
     CountStore,
     bh_qvalues,
     check_clustering,
+    check_one_sided,
     clustering_label,
     fisher_with_bh,
+    side_counts,
     significance_counts,
     split_contrasts,
     to_lists,
@@ -40,7 +42,7 @@ class LogOddsMeasure(Measure):
         "candidate_sides",
         "candidate_clusters",
     )
-    OPTION_DEFAULTS = {"alpha": 0.05, "clustering": "two_way"}
+    OPTION_DEFAULTS = {"alpha": 0.05, "clustering": "two_way", "one_sided": "match"}
     # The paper's columns need (identity, context) sums; the tests those cells split by cluster and side.
     VIEWS = (CELL_KEYS, ("cluster", "pcluster", "side", *CELL_KEYS))
     VIEW_VALUES = {VIEWS[1]: ("offered", "selected")}  # the tests' sums
@@ -77,6 +79,7 @@ class LogOddsMeasure(Measure):
             cells["context"].to_numpy(),
             alpha,
             two_way=crossed,
+            match_sides=check_one_sided(opts["one_sided"]),
             **split_chunks(crossed, 500_000),
         ).reindex(np.arange(len(cells)))
         flag[defined] = tests["flag"].fillna("missing_component").to_numpy(object)[defined]
@@ -97,6 +100,7 @@ class LogOddsMeasure(Measure):
                 "p_value": p,
                 "q_value": bh_qvalues(p, tested=tested),
                 "flag": flag,
+                "sides": tests["sides"].fillna("").to_numpy(object),
                 "n_selected": r_a,
                 "n_offered": o_a,
                 "n_selected_other": r_n,
@@ -116,6 +120,7 @@ class LogOddsMeasure(Measure):
                 **significance_counts(out["p_value"], out["q_value"], alpha),
                 "n_significant_paper": int((out["q_value_paper"] < alpha).sum()),
                 "side_balanced": bool(len(out) and balanced.all()),
+                **side_counts(out["sides"]),
                 "clustering": clustering_label(store.cluster_unit or "rows", crossed),
                 "ci_method": "cluster-robust t interval of the rate difference (CR2, Bell-McCaffrey df), pp",
                 "ci_method_paper": "Wald on the add-one smoothed table (answers treated as independent)",

@@ -16,11 +16,13 @@ from vignette_bench.stats import (
     CountStore,
     bh_qvalues,
     check_clustering,
+    check_one_sided,
     clustering_label,
     fisher_with_bh,
     indicator,
     right_sparse,
     safe_div,
+    side_counts,
     significance_counts,
     split_contrasts,
     to_lists,
@@ -42,7 +44,7 @@ class PairCompMeasure(Measure):
         "candidate_sides",
         "candidate_clusters",
     )
-    OPTION_DEFAULTS = {"alpha": 0.05, "clustering": "two_way"}
+    OPTION_DEFAULTS = {"alpha": 0.05, "clustering": "two_way", "one_sided": "match"}
     # The paper's columns need per-context sums; the tests per (pair, cluster, side): not their product.
     VIEWS = (CELL_KEYS, ("cluster", "pcluster", "side", "identity", "partner"))
     VIEW_VALUES = {VIEWS[1]: ("offered", "selected")}  # the tests' sums
@@ -67,6 +69,7 @@ class PairCompMeasure(Measure):
             paper["pair_i2"],
             alpha,
             two_way=crossed,
+            match_sides=check_one_sided(opts["one_sided"]),
             **split_chunks(crossed, 2_000_000),  # 10M answers: peak 2.5 -> 1.6 GB
         ).reindex(np.arange(len(paper["pair_i1"])))
         flag = paper["flag"].copy()
@@ -87,6 +90,7 @@ class PairCompMeasure(Measure):
                 "p_value": p,
                 "q_value": bh_qvalues(p, tested=tested),
                 "flag": flag,
+                "sides": tests["sides"].fillna("").to_numpy(object),
                 **{k: paper[k] for k in PAPER_COLUMNS},
             }
         ).sort_values(["identity", "partner"], kind="stable")
@@ -98,6 +102,7 @@ class PairCompMeasure(Measure):
                 **significance_counts(out["p_value"], out["q_value"], alpha),
                 "n_significant_paper": int((out["q_value_paper"] < alpha).sum()),
                 "side_balanced": bool(len(out) and balanced.all()),
+                **side_counts(out["sides"]),
                 "clustering": clustering_label(store.cluster_unit or "rows", crossed),
                 "ci_method": "cluster-robust t interval (CR2, Bell-McCaffrey df)",
                 "test": "cluster-robust t (working-model CR2, Bell-McCaffrey df): side-balanced rate of i1 with i2 "

@@ -16,6 +16,7 @@ from vignette_bench.stats import (
     CountStore,
     bh_qvalues,
     check_clustering,
+    check_one_sided,
     clustering_label,
     detectable,
     fisher_with_bh,
@@ -23,6 +24,7 @@ from vignette_bench.stats import (
     right_sparse,
     safe_div,
     side_balanced_contrasts,
+    side_counts,
     significance_counts,
     to_lists,
 )
@@ -47,7 +49,7 @@ class PolarityMeasure(Measure):
         "candidate_sides",
         "candidate_clusters",
     )
-    OPTION_DEFAULTS = {"alpha": 0.05, "paper_overall": "dimension_mean", "clustering": "two_way"}
+    OPTION_DEFAULTS = {"alpha": 0.05, "paper_overall": "dimension_mean", "clustering": "two_way", "one_sided": "match"}
     # The paper's columns need per-term sums; the tests per (identity, dimension, direction, cluster, side).
     VIEWS = (CELL_KEYS, ("cluster", "pcluster", "side", "identity", "trait_dimension", "direction"))
     VIEW_VALUES = {VIEWS[1]: ("offered", "selected")}  # the tests' sums
@@ -62,7 +64,9 @@ class PolarityMeasure(Measure):
         high_code = store.vocabs["direction"].index.get("high", -2)
         paper = _paper(cells, n_dim, high_code, opts["paper_overall"])
         crossed = check_clustering(opts["clustering"]) and bool((frame["pcluster"] != frame["cluster"]).any())
-        tests = _tests(frame, n_dim, high_code, alpha, crossed).reindex(paper["outs"])
+        tests = _tests(frame, n_dim, high_code, alpha, crossed, check_one_sided(opts["one_sided"])).reindex(
+            paper["outs"]
+        )
         flag = paper["flag"].copy()
         flag[flag == ""] = tests["flag"].fillna("missing_component").to_numpy(object)[flag == ""]
         tested = flag == ""
@@ -88,6 +92,7 @@ class PolarityMeasure(Measure):
                 "q_value": q,
                 "detectable_effect": 100.0 * detectable(se, df, alpha),
                 "flag": flag,
+                "sides": tests["sides"].fillna("").to_numpy(object),
                 **{k: paper[k] for k in PAPER_COLUMNS},
             }
         )
@@ -101,6 +106,7 @@ class PolarityMeasure(Measure):
                 **significance_counts(out["p_value"], out["q_value"], alpha),
                 "n_significant_paper": int((out["q_value_paper"] < alpha).sum()),
                 "side_balanced": bool(len(out) and balanced.all()),
+                **side_counts(out["sides"]),
                 "ci_method": "cluster-robust t interval (CR2, Bell-McCaffrey df)",
                 "clustering": clustering_label(store.cluster_unit or "rows", crossed),
                 "test": "cluster-robust t (working-model CR2, Bell-McCaffrey df): side-balanced rate for high- minus "
@@ -131,7 +137,9 @@ PAPER_COLUMNS = (
 )
 
 
-def _tests(frame: pd.DataFrame, n_dim: int, high_code: int, alpha: float, crossed: bool = False) -> pd.DataFrame:
+def _tests(
+    frame: pd.DataFrame, n_dim: int, high_code: int, alpha: float, crossed: bool = False, match_sides: bool = True
+) -> pd.DataFrame:
     """Cluster-robust tests per (identity, dimension) and overall, indexed by output code."""
     keys = ["identity", "trait_dimension", "direction", "cluster", "side", *(["pcluster"] if crossed else [])]
     g = frame[
@@ -156,6 +164,7 @@ def _tests(frame: pd.DataFrame, n_dim: int, high_code: int, alpha: float, crosse
         alpha,
         constant_parts=True,
         two_way=crossed,
+        match_sides=match_sides,
     )
     # Overall: the mean of the nets of the dimensions where the identity has both high and low answers,
     # so identities with different sets of dimensions get different coefficients (one call per set).
@@ -168,7 +177,11 @@ def _tests(frame: pd.DataFrame, n_dim: int, high_code: int, alpha: float, crosse
         rows = np.isin(ident, members.index.to_numpy()) & np.isin(dim, dims)
         weights = {2 * d + s: (1.0 if s == 0 else -1.0) / len(dims) for d in dims for s in (0, 1)}
         sub = base[rows].assign(target=ident[rows] * (n_dim + 1) + n_dim, part=2 * dim[rows] + low[rows])
-        parts.append(side_balanced_contrasts(sub, weights, 0.0, alpha, constant_parts=True, two_way=crossed))
+        parts.append(
+            side_balanced_contrasts(
+                sub, weights, 0.0, alpha, constant_parts=True, two_way=crossed, match_sides=match_sides
+            )
+        )
     return pd.concat(parts)
 
 
