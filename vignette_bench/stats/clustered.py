@@ -103,6 +103,10 @@ with or without it, open), family tests below p < 0.001 0.13% ->
 0.02%; PairComp with three identities 3.8-5.8% -> 2.6-3.9% raw. The CI stays the t interval
 (it can exclude the null where the checked p does not); the refusal bounds use the t test (a target
 with a verdict has p_t below alpha as well). ``wild=False`` (or `variance_setting`) gives the t test alone.
+The draws do not depend on how the input is ordered or its clusters named: the random stream is seeded by the
+target's own counts, and the c-th weight goes to the cluster of content rank c (`_content_ranks`), not to the
+c-th cluster by label or first appearance (before, the count views' codes moved pinned p-values, e.g. 0.0188
+-> 0.0158, by Monte Carlo variation alone).
 
 Assumptions: clusters are independent (give the coarsest unit that recurs: if renders recur
 across pair images, cluster by render; two-way: clusters independent along each dimension); the dependence within a cluster is arbitrary; the
@@ -194,6 +198,8 @@ def variance_name() -> str:
 
 
 def _codes(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """Codes in the sorted order of the values, not their first appearance: everything computed from them
+    (a table's row order, which cluster gets which bootstrap weight) is the same however the input is ordered."""
     codes, uniques = pd.factorize(values, sort=True)
     return codes.astype(np.int64), pd.Index(uniques)
 
@@ -227,7 +233,7 @@ class _Table:
         keep = comp >= 0
         self.K = len(self.a)
         t_codes, self.targets = _codes(cells["target"])
-        c_codes, self.cluster_uniques = pd.factorize(cells["cluster"])
+        c_codes, self.cluster_uniques = _codes(cells["cluster"])
         if np.any(t_codes < 0) or np.any(c_codes < 0):
             raise ValueError("target and cluster must not be missing")
         yy = cells["y"].to_numpy(dtype=float)[keep]
@@ -504,8 +510,13 @@ class _WildDesign:
             starts = np.flatnonzero(np.r_[True, pos[by][1:] != pos[by][:-1]])
             self.terms.append((by, starts, kappa[rows[np.unique(pos)]], sign))
             if len(self.terms) == 1:
-                self.own = pos  # each finest row's own cluster (0 .. G_own - 1, the order of the own table's rows)
-        self.G_own = int(self.own.max()) + 1
+                own_pos, own_rows = pos, rows  # each finest row's own cluster (its row among the own table's)
+        self.G_own = int(own_pos.max()) + 1
+        # column_of[j]: the weight column of the target's j-th own cluster (own table order: sorted labels), its
+        # rank by content, not by label (`_content_ranks`)
+        own_tab = terms[0][0]
+        self.column_of = _content_ranks(own_tab.n[own_rows], own_tab.y[own_rows], own_pos, self.n, finest.y[rows_f])
+        self.own = self.column_of[own_pos]
 
     def samples(self, v: np.ndarray) -> np.ndarray:
         """y* of each draw: v (draws, G_own) weights of the own clusters -> (draws, finest rows, K)."""
@@ -523,6 +534,28 @@ class _WildDesign:
         var = np.einsum("i,bij,j->b", self.a, _psd_clip(V) if len(self.terms) > 1 else V, self.a)
         with np.errstate(divide="ignore", invalid="ignore"):
             return (Rstar @ self.a - self.null) / np.sqrt(var)
+
+
+def _content_ranks(
+    n: np.ndarray, y: np.ndarray, row_cluster: np.ndarray, fine_n: np.ndarray, fine_y: np.ndarray
+) -> np.ndarray:
+    """Rank of each own cluster (rows of n, y: (G, K)) in an order fixed by the data, not the labels.
+
+    The bootstrap's c-th weight column goes to the cluster of rank c, so its draws do not depend on the input's
+    row order nor on how clusters are named or coded (the count views code them by first appearance). Key: the
+    cluster's counts and sums per component, then the sorted counts and sums of its finest rows (its (own,
+    partner) cells when two-way). Clusters whose keys tie keep the table's order (sorted labels); one-way such
+    clusters are identical, so which of them gets which weight cannot change a sample.
+    """
+    fine = [(tuple(a), tuple(b)) for a, b in zip(fine_n.tolist(), fine_y.tolist())]
+    parts: list[list] = [[] for _ in range(len(n))]
+    for c, cell in zip(row_cluster.tolist(), fine):
+        parts[c].append(cell)
+    keys = [(tuple(n[c]), tuple(y[c]), tuple(sorted(parts[c]))) for c in range(len(n))]
+    order = sorted(range(len(n)), key=keys.__getitem__)  # stable: ties keep the table's order
+    ranks = np.empty(len(n), dtype=np.int64)
+    ranks[order] = np.arange(len(n))
+    return ranks
 
 
 def _wild_bootstrap_p(design: _WildDesign, stat: float, rng: np.random.Generator) -> float:
@@ -604,8 +637,9 @@ def cluster_contrasts(
     too_few = (G < 2) | (clusters_g < 2).any(axis=1)
     if crossed:
         # the same cells clustered by partner, and by the intersection (own, partner)
-        own = pd.factorize(cells["cluster"])[0].astype(np.int64)
-        partner = pd.factorize(cells["partner_cluster"])[0].astype(np.int64)
+        # the codes `_Table` gives the own clusters (the bootstrap decodes the intersection with them)
+        own = _codes(cells["cluster"])[0]
+        partner = _codes(cells["partner_cluster"])[0]
         tab_p = _Table(cells.assign(cluster=partner), coefficients)
         tab_i = _Table(cells.assign(cluster=own * (int(partner.max()) + 1) + partner), coefficients)
         G_p = np.bincount(tab_p.cluster_target, minlength=tab.T).astype(float)
@@ -632,7 +666,9 @@ def cluster_contrasts(
         V = tab.gram(u / a, u / a) + tab_p.gram(u_p / a, u_p / a) - tab_i.gram(u_i / a, u_i / a)
         var = np.einsum("i,tij,j->t", a, _psd_clip(V), a)
         df = np.clip(np.minimum(df, df_p), 1.0, np.maximum(np.minimum(G, G_p) - 1.0, 1.0))
-    se = np.sqrt(var)
+    # Untested targets' variances are not used (and need not be >= 0); a clipped two-way variance can round a hair
+    # below 0, which is 0 (zero_variance), not a NaN standard error.
+    se = np.sqrt(np.where(usable, np.maximum(var, 0.0), 0.0))
     flag = np.full(tab.T, "", dtype=object)
     flag[se == 0] = FLAG_ZERO_VAR
     flag[too_few] = FLAG_TOO_FEW
