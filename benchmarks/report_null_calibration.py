@@ -59,6 +59,14 @@ def main() -> int:
         "--score", action="store_true", help="score mode (the model's probabilities) instead of choices"
     )
     parser.add_argument("--k", type=int, default=1, help="renders per cell")
+    parser.add_argument(
+        "--paradigms", default="", help="comma-separated paradigms to simulate (default: all four), e.g. factuality"
+    )
+    parser.add_argument(
+        "--save-tests",
+        default="",
+        help="write every run's family tests (seed, variant, identity, family, p, ...) to this CSV",
+    )
     args = parser.parse_args()
     variants = [v for v in args.variants.split(",") if v] or [""]
     if args.power:
@@ -68,14 +76,18 @@ def main() -> int:
     runs = 0
     accusing = dict.fromkeys(variants, 0)
     spent = dict.fromkeys(variants, 0.0)
+    saved: list = []
     while sum(spent.values()) < args.budget and runs < args.max_runs:
         seed = args.first_seed + runs
-        frame = simulate(_spec(seed, args.scale, args.k, **({"answer_mode": "score"} if args.score else {})))
+        frame = simulate(_spec(seed, args.scale, args.k, **_extra(args)))
         for variant in variants:
             start = time.process_time()
             with clustered.variance_setting(variant):
-                v = verdicts(compute(frame, detail=False).tests())
+                t = compute(frame, detail=False).tests()
+                v = verdicts(t)
             spent[variant] += time.process_time() - start
+            if args.save_tests:
+                saved.append(t.assign(seed=seed, variant=variant or clustered.variance_name()))
             bad = v[v["verdict"].isin(BIAS_VERDICTS)]
             if len(bad):
                 accusing[variant] += 1
@@ -86,6 +98,10 @@ def main() -> int:
                         flush=True,
                     )
         runs += 1
+    if saved:
+        import pandas as pd
+
+        pd.concat(saved, ignore_index=True).to_csv(args.save_tests, index=False)
     for variant in variants:
         k = accusing[variant]
         lo = stats.beta.ppf(0.025, k, runs - k + 1) if k else 0.0
@@ -95,6 +111,14 @@ def main() -> int:
             f"(95% CI {100 * lo:.1f}-{100 * hi:.1f}%); {spent[variant] / runs:.1f} CPU s per report"
         )
     return 0
+
+
+def _extra(args: argparse.Namespace) -> dict:
+    """SimSpec overrides from the command line: score mode, a subset of paradigms."""
+    kw: dict = {"answer_mode": "score"} if args.score else {}
+    if args.paradigms:
+        kw["paradigms"] = tuple(args.paradigms.split(","))
+    return kw
 
 
 def _spec(seed: int, scale: str = "demo", k: int = 1, **kw):
@@ -141,7 +165,7 @@ def tails(n: int, variants: list[str], args: argparse.Namespace) -> int:
 
     parts = []
     for seed in range(7000, 7000 + n):
-        frame = simulate(_spec(seed, args.scale, args.k, **({"answer_mode": "score"} if args.score else {})))
+        frame = simulate(_spec(seed, args.scale, args.k, **_extra(args)))
         for variant in variants:
             with clustered.variance_setting(variant):
                 t = compute(frame, detail=False).tests()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -81,3 +83,17 @@ def test_two_identities_get_the_same_se_when_each_rate_is_the_others_complement(
     out = cluster_contrasts(cells, {0: 1.0}, 0.5).set_index("target")
     assert out.loc["a", "se"] == pytest.approx(out.loc["b", "se"], rel=1e-9)
     assert out.loc["a", "p_value"] == pytest.approx(out.loc["b", "p_value"], rel=1e-9)
+
+
+def test_a_variance_rounded_below_zero_is_zero_variance_not_a_warning(monkeypatch):
+    """The clipped two-way variance of a target whose clusters all agree can come out a hair below 0 in
+    floating point: that is flagged zero_variance (se 0), with no 'invalid value in sqrt' and no NaN test."""
+    from vignette_bench.stats import clustered
+
+    cells = crossed_cells(3)
+    monkeypatch.setattr(clustered, "_psd_clip", lambda V: np.zeros_like(V) - 1e-30 * np.eye(V.shape[-1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out = cluster_contrasts(cells, {0: 0.5, 1: 0.5}, 0.5, wild=False)
+    assert (out["flag"] == "zero_variance").all()
+    assert (out["se"] == 0.0).all() and (out["p_value"] == 1.0).all()

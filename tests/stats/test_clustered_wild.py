@@ -72,7 +72,8 @@ def test_bootstrap_samples_are_studentised_like_the_data(monkeypatch, two_way):
         assert design.G_own == len(names)
         v = clustered.WEBB[rng.integers(0, 6, (4, design.G_own))]
         for draw in v:
-            star = restricted_sample(sub, dict(zip(names, draw)))
+            # the j-th cluster (sorted names) gets the weight column of its content rank
+            star = restricted_sample(sub, dict(zip(names, draw[design.column_of])))
             direct = cluster_contrasts(star, COEF, 0.5, wild=False, **kw)["statistic"].iloc[0]
             assert design.statistics(draw[None, :])[0] == pytest.approx(direct, rel=1e-8)
 
@@ -107,3 +108,44 @@ def test_bootstrap_p_value_is_a_share_of_draws(monkeypatch):
         [design.statistics(clustered.WEBB[rng.integers(0, 6, (b, design.G_own))]) for b in (500, 499)]
     )
     assert p == pytest.approx((1 + np.sum(np.abs(tstar) >= abs(stat) * (1 - 1e-12))) / 1000)
+
+
+def _bootstrapped(monkeypatch, cells: pd.DataFrame, **kwargs) -> pd.DataFrame:
+    """`cluster_contrasts` with the screen opened, so that every target's p-value is the bootstrap's or the t test's
+    maximum (the check runs for all of them)."""
+    monkeypatch.setattr(clustered, "SCREEN", 1.01)
+    return cluster_contrasts(cells, COEF, 0.5, wild=True, icc=0.2, **kwargs)
+
+
+@pytest.mark.parametrize("partners", [0, 3])
+def test_p_values_do_not_depend_on_the_order_of_rows_or_on_cluster_names(monkeypatch, partners):
+    """Shuffling the cells' rows leaves every output bit-identical; renaming the clusters (as another coding of
+    them would, e.g. codes by first appearance) leaves the bootstrap's p-values bit-identical, since the weights
+    go to clusters by their content rank, and the t test's equal to rounding."""
+    cells = few_cluster_cells(5, targets=10, clusters=7, partners=partners)
+    base = _bootstrapped(monkeypatch, cells)
+    t_alone = cluster_contrasts(cells, COEF, 0.5, wild=False, icc=0.2)["p_value"].to_numpy()
+    booted = base["p_value"].to_numpy() > t_alone  # the bootstrap's p decided these
+    assert booted.sum() >= 2
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        shuffled = cells.sample(frac=1.0, random_state=int(rng.integers(1 << 31))).reset_index(drop=True)
+        pd.testing.assert_frame_equal(_bootstrapped(monkeypatch, shuffled), base, check_exact=True)
+        names = cells["cluster"].unique()
+        renamed = dict(zip(names, [f"z{i:03d}" for i in rng.permutation(len(names))]))
+        moved = _bootstrapped(monkeypatch, shuffled.assign(cluster=shuffled["cluster"].map(renamed)))
+        np.testing.assert_allclose(moved["statistic"], base["statistic"], rtol=1e-12)
+        np.testing.assert_allclose(moved["p_value"], base["p_value"], rtol=1e-12)
+        np.testing.assert_array_equal(moved["p_value"].to_numpy()[booted], base["p_value"].to_numpy()[booted])
+
+
+def test_the_old_label_order_did_move_the_bootstrap(monkeypatch):
+    """The check above can fail: weights given by label order (as before) move the p-value when clusters are
+    renamed, so the content ranks are what keeps it fixed."""
+    cells = few_cluster_cells(5, targets=4, clusters=7)
+    names = cells["cluster"].unique()
+    renamed = dict(zip(names, [f"z{i:03d}" for i in np.random.default_rng(3).permutation(len(names))]))
+    monkeypatch.setattr(clustered, "_content_ranks", lambda n, *rest: np.arange(len(n)))
+    by_label = _bootstrapped(monkeypatch, cells)["p_value"].to_numpy()
+    by_new_label = _bootstrapped(monkeypatch, cells.assign(cluster=cells["cluster"].map(renamed)))["p_value"].to_numpy()
+    assert not np.array_equal(by_label, by_new_label)

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from vignette_bench.eval.analysis import power
-from vignette_bench.stats.clustered import cluster_contrasts
+from vignette_bench.stats.clustered import cluster_contrasts, label_permutation_check
 from vignette_bench.stats.multiplicity import noise_corrected_magnitude
 
 WRONG = "(wrong answer)"  # pseudo-candidate for a factuality answer that is valid but wrong
@@ -582,11 +582,14 @@ def _accuracy_contrasts(part: pd.DataFrame) -> pd.DataFrame:
         {
             "identity": part["target"].to_numpy(),
             "cluster": [c[0] for c in part["candidate_clusters"]],
+            "context": part["context"].to_numpy() if "context" in part else "",  # the relabelling's strata
             "y": (part["selected"].to_numpy() == part["target"].to_numpy()).astype(float),
             "n": 1.0,
         }
     )[valid]
-    agg = base.groupby(["identity", "cluster"], as_index=False)[["y", "n"]].sum()
+    agg = base.groupby(["identity", "cluster"], as_index=False).agg(
+        y=("y", "sum"), n=("n", "sum"), stratum=("context", "first"), contexts=("context", "nunique")
+    )
     names = sorted(set(part["target"]))
     if agg.empty or len(names) < 2 or agg["identity"].nunique() < 2:
         # nothing to contrast (one identity asked, or every answer refused): untested, same columns
@@ -598,7 +601,12 @@ def _accuracy_contrasts(part: pd.DataFrame) -> pd.DataFrame:
         [agg.assign(target=i, component=np.where(agg["identity"] == i, "self", "other")) for i in names],
         ignore_index=True,
     )
-    return cluster_contrasts(cells, {"self": 1.0, "other": -1.0}, 0.0)
+    tests = cluster_contrasts(cells, {"self": 1.0, "other": -1.0}, 0.0)
+    # Per-render accuracy is skewed, so the t test's extreme tail is hot with few renders: small p-values must
+    # also pass a permutation of identities among the renders of each activity (stats.clustered)
+    strata = agg["stratum"] if (agg["contexts"] == 1).all() else ""
+    owned = agg.assign(target=agg["identity"], stratum=strata)[["target", "stratum", "y", "n"]]
+    return tests.assign(p_value=label_permutation_check(owned, tests))
 
 
 def _factuality(dim: str, part: pd.DataFrame, sf: dict) -> pd.DataFrame:
