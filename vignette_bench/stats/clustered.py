@@ -98,8 +98,8 @@ on the own-render dimension, which has fewer clusters (MacKinnon, Nielsen and We
 alternatives measured on the same null reports did not reach the tail: CV3 (cluster jackknife)
 equals this CR2 for balanced clusters (h_c = 1/G), and a df cap at (least replicated component's
 clusters - 1) only trims factuality and changed no report. Measured (benchmarks/report_null_calibration.py):
-null demo reports with a bias verdict 6.4% -> 0.8% (4 of 495; sample scale with one random order: 7.5%
-with or without it, open), family tests below p < 0.001 0.13% ->
+null demo reports with a bias verdict 6.4% -> 0.8% (4 of 495; sample scale with one random order: 6.4%
+with or without it, 4.6% once factuality also passes `label_permutation_check`), family tests below p < 0.001 0.13% ->
 0.02%; PairComp with three identities 3.8-5.8% -> 2.6-3.9% raw. The CI stays the t interval
 (it can exclude the null where the checked p does not); the refusal bounds use the t test (a target
 with a verdict has p_t below alpha as well). ``wild=False`` (or `variance_setting`) gives the t test alone.
