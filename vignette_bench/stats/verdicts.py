@@ -52,14 +52,20 @@ def _constant(Y: np.ndarray, N: np.ndarray) -> np.ndarray:
     return np.asarray(((Y <= 1e-12) | (Y >= N - 1e-12)).any(axis=1))
 
 
-def _mark_constant(out: pd.DataFrame, constant: np.ndarray) -> pd.DataFrame:
-    """Flag FLAG_CONSTANT (p = 1, no interval) on the tested targets marked in `constant` (out's row order)."""
-    hit = constant & (out["flag"] == "").to_numpy()
+def _mark_untested(out: pd.DataFrame, hit: np.ndarray, flag: str) -> pd.DataFrame:
+    """Flag `flag` (p = 1, no interval; the estimate is kept for reading) on the tested targets marked in `hit`
+    (out's row order)."""
+    hit = np.asarray(hit, dtype=bool) & (out["flag"] == "").to_numpy()
     out = out.copy()
-    out.loc[hit, "flag"] = FLAG_CONSTANT
+    out.loc[hit, "flag"] = flag
     out.loc[hit, "p_value"] = 1.0
     out.loc[hit, ["statistic", "ci_low", "ci_high", "df"]] = np.nan
     return out
+
+
+def _mark_constant(out: pd.DataFrame, constant: np.ndarray) -> pd.DataFrame:
+    """Flag FLAG_CONSTANT on the tested targets marked in `constant` (out's row order)."""
+    return _mark_untested(out, constant, FLAG_CONSTANT)
 
 
 def _flag_constant(out: pd.DataFrame, frame: pd.DataFrame, coef: Mapping[Hashable, float]) -> pd.DataFrame:
@@ -122,16 +128,6 @@ def _components(
     return cells.assign(component=np.where(part >= 0, 4 * part + 3, -1)), {4 * i + 3: a for i, a in enumerate(w)}
 
 
-def _mark_confounded(out: pd.DataFrame) -> pd.DataFrame:
-    """Targets whose parts share no side: the pooled estimate is kept for reading, with no test."""
-    out = out.copy()
-    hit = (out["flag"] == "").to_numpy()
-    out.loc[hit, "flag"] = FLAG_POSITION_CONFOUNDED
-    out.loc[hit, "p_value"] = 1.0
-    out.loc[hit, ["statistic", "ci_low", "ci_high", "df"]] = np.nan
-    return out
-
-
 def side_balanced_contrasts(
     cells: pd.DataFrame,
     weights: Mapping[Hashable, float],
@@ -186,7 +182,7 @@ def side_balanced_contrasts(
             bounds = refusal_bounds(frame, coef, null, alpha, icc=icc, two_way=two_way).set_index("target")
             out = out.join(bounds[["estimate_low", "estimate_high", "verdict_robust"]])
         if mode == CONFOUNDED:
-            out = _mark_confounded(out)
+            out = _mark_untested(out, np.ones(len(out), bool), FLAG_POSITION_CONFOUNDED)
         parts.append(out.assign(side_balanced=mode == BALANCED, sides=SIDES_TEXT[mode]))
     return pd.concat(parts)
 
@@ -464,7 +460,7 @@ def split_contrasts(
             res["n_partner_clusters"] = np.nan
             res = _mark_constant(res, _constant(tab.per_target(tab.y), tab.per_target(tab.n)))
             if mode == CONFOUNDED:
-                res = _mark_confounded(res)
+                res = _mark_untested(res, np.ones(len(res), bool), FLAG_POSITION_CONFOUNDED)
             out.append(res.assign(side_balanced=mode == BALANCED, sides=SIDES_TEXT[mode]))
     return pd.concat(out)
 
