@@ -12,6 +12,14 @@ from vignette_bench.stats.clustered import cluster_contrasts
 COEF = {"L": 0.5, "R": 0.5}
 
 
+@pytest.fixture(autouse=True, params=["quadratic", "rows"])
+def wild_form(request, monkeypatch):
+    """Every test runs with both ways of computing t*: the precomputed quadratic form in the weights, and a pass
+    over the finest cells per draw (`_WildDesign`)."""
+    monkeypatch.setattr(clustered, "_WILD_FORM", request.param)
+    return request.param
+
+
 def few_cluster_cells(seed: int, targets: int = 6, clusters: int = 6, partners: int = 0) -> pd.DataFrame:
     """One cell per (target, cluster, component[, partner]); a cluster random effect (sd 1.2 logit) and
     a side preference, no target effect. Clusters are named so that their first appearance is sorted."""
