@@ -570,9 +570,9 @@ class _WildDesign:
         own_tab = terms[0][0]
         self.column_of = _content_ranks(own_tab.n[own_rows], own_tab.y[own_rows], own_pos, self.n, finest.y[rows_f])
         self.own = self.column_of[own_pos]
-        G, K, rows = self.G_own, len(a), len(self.n)
+        G, K, n_rows = self.G_own, len(a), len(self.n)
         # The quadratic form costs G^2 K^2 per draw, a pass over the finest rows ~ rows K (terms + 3): pick the cheaper.
-        cheaper = G * G * K <= rows * (len(terms) + 3) and G * rows * K <= _WILD_QUADRATIC_CELLS
+        cheaper = G * G * K <= n_rows * (len(terms) + 3) and G * n_rows * K <= _WILD_QUADRATIC_CELLS
         self.quadratic = cheaper if _WILD_FORM == "auto" else _WILD_FORM == "quadratic"
         if self.quadratic:
             self._prepare_quadratic()
