@@ -203,8 +203,24 @@ def variance_name() -> str:
 def _codes(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
     """Codes in the sorted order of the values, not their first appearance: everything computed from them
     (a table's row order, which cluster gets which bootstrap weight) is the same however the input is ordered."""
+    arr = values.to_numpy()
+    if arr.dtype.kind in "iu":
+        codes, uniques = _sorted_int_codes(arr)
+        return codes, pd.Index(uniques)
     codes, uniques = pd.factorize(values, sort=True)
     return codes.astype(np.int64), pd.Index(uniques)
+
+
+def _sorted_int_codes(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`pd.factorize(arr, sort=True)` of integers: where their range is small (codes from the count views,
+    or products of such codes), a presence table and its running count -- two passes, no hashing, no sort."""
+    if len(arr) and int(arr.min()) >= 0 and int(arr.max()) < 8 * len(arr) + 65536:
+        present = np.zeros(int(arr.max()) + 1, dtype=bool)
+        present[arr] = True
+        rank = np.cumsum(present, dtype=np.int64) - 1
+        return rank[arr], np.flatnonzero(present).astype(arr.dtype, copy=False)
+    codes, uniques = pd.factorize(arr, sort=True)
+    return codes.astype(np.int64), np.asarray(uniques)
 
 
 def _component_codes(component: pd.Series, coefficients: Mapping[Hashable, float]) -> tuple[np.ndarray, np.ndarray]:
@@ -246,7 +262,7 @@ class _Table:
         # one row per (target, cluster): a pair image shared by two targets counts for each
         stride = int(c_codes.max()) + 1 if len(c_codes) else 1
         tc = t_codes[keep] * stride + c_codes[keep].astype(np.int64)
-        tc_codes, tc_uniques = pd.factorize(tc, sort=True)
+        tc_codes, tc_uniques = _sorted_int_codes(tc)
         C = len(tc_uniques)
         self.T = len(self.targets)
         self.cluster_target = (tc_uniques // stride).astype(np.int64)

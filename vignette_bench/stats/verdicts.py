@@ -23,6 +23,7 @@ from vignette_bench.stats import distributions
 from vignette_bench.stats.clustered import (
     OUTPUT_COLUMNS,
     _icc_from_table,
+    _sorted_int_codes,
     _Table,
     cluster_contrasts,
     refusal_bounds,
@@ -277,6 +278,14 @@ def _cluster_codes(values: pd.Series) -> np.ndarray:
     return pd.factorize(values, sort=True)[0].astype(np.int64)
 
 
+def _joint_cluster_codes(own: pd.Series, partner: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """`_cluster_codes` of two columns in one code space."""
+    if own.dtype.kind in "iu" and partner.dtype.kind in "iu" and own.min() >= 0 and partner.min() >= 0:
+        return _cluster_codes(own), _cluster_codes(partner)  # non-negative integers pass through unchanged
+    both = _cluster_codes(pd.concat([own, partner], ignore_index=True))
+    return both[: len(own)], both[len(own) :]
+
+
 def _icc_of_owners(owner: np.ndarray, cluster: np.ndarray, y: np.ndarray, n: np.ndarray, order: np.ndarray) -> float:
     """`estimate_icc` of the owners' pooled rates: one component, rows (owner, cluster), summed from codes
     (`order`: an order of the cells sorting them by owner, then cluster)."""
@@ -328,11 +337,12 @@ def split_contrasts(
     crossed = two_way and "partner_cluster" in cells.columns
     if crossed:
         # the arithmetic below runs on the intersection (own, partner) cluster; mapped back for the test
-        pairs = pd.MultiIndex.from_arrays([cells["cluster"].to_numpy(), cells["partner_cluster"].to_numpy()])
-        codes, uniq_pairs = pd.factorize(pairs, sort=True)
-        cluster = codes.astype(np.int64)
-        own_of = np.asarray(uniq_pairs.get_level_values(0))
-        partner_of = np.asarray(uniq_pairs.get_level_values(1))
+        # own and partner coded together (a cell whose partner is its own cluster must stay one), ordered like
+        # the values, so the tests see the clusters in the order of their labels
+        own_cluster, partner_cluster = _joint_cluster_codes(cells["cluster"], cells["partner_cluster"])
+        stride = int(partner_cluster.max()) + 1
+        cluster, pairs = _sorted_int_codes(own_cluster * stride + partner_cluster)
+        own_of, partner_of = pairs // stride, pairs % stride
     else:
         cluster = own_cluster
     side = cells["side"].to_numpy().astype(np.int64, copy=False)
