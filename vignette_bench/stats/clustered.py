@@ -346,6 +346,13 @@ class _Table:
     def row_quadratic(self, z: np.ndarray, per_target: np.ndarray) -> np.ndarray:
         """z_c' M_t z_c for every row c of target t, with M = per_target (targets, K, K), a block of rows at a time."""
         out = np.empty(len(z))
+        starts, targets = self._segments_by_target()
+        if len(z) >= _ROWS_PER_PRODUCT * len(starts):  # one product per target, no (rows, K, K) gather
+            ends = np.r_[starts[1:], len(z)]
+            with _one_blas_thread():
+                for t, lo, hi in zip(targets.tolist(), starts.tolist(), ends.tolist()):
+                    out[lo:hi] = _row_dot(z[lo:hi] @ per_target[t], z[lo:hi])
+            return out
         for lo in range(0, len(z), _GRAM_BLOCK):
             zz = z[lo : lo + _GRAM_BLOCK]
             out[lo : lo + _GRAM_BLOCK] = np.einsum(
@@ -507,10 +514,17 @@ def _scaled_residuals(
     a = tab.a
     G = np.bincount(ct, minlength=tab.T).astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        N = np.where(usable[ct, None], Ntg[ct], 1.0)
-        h = np.where(usable[ct, None], tab.n / N, 0.0)
-        w = np.where(usable[ct, None] & (tab.n > 0), a / N, 0.0)  # d estimate / d Y_gc
-        e = np.where(usable[ct, None], tab.y - R[ct] * tab.n, 0.0)
+        if usable.all():  # the usual case: no masks (each is a pass over rows x K)
+            N = Ntg[ct]
+            h = tab.n / N
+            w = a / N  # d estimate / d Y_gc
+            w[tab.n <= 0] = 0.0
+            e = tab.y - R[ct] * tab.n
+        else:
+            N = np.where(usable[ct, None], Ntg[ct], 1.0)
+            h = np.where(usable[ct, None], tab.n / N, 0.0)
+            w = np.where(usable[ct, None] & (tab.n > 0), a / N, 0.0)
+            e = np.where(usable[ct, None], tab.y - R[ct] * tab.n, 0.0)
     if method == "cr2":
         rho = _icc_from_table(tab) if icc is None else float(icc)
         if not 0.0 <= rho <= 1.0:
