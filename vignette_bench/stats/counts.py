@@ -663,8 +663,14 @@ class CountStore:
                 self._compact(view)
 
     def _key_dims(self) -> dict[str, int]:
-        """Codes per key as `aggregate` sees them (group has one more: the code of a missing group)."""
-        return {name: d + (1 if name == "group" else 0) for d, name in zip(self.dims(), self.keys)}
+        """Codes per key as `aggregate` sees them (group has one more: the code of a missing group). Cluster keys
+        get room to grow (the next power of two): new pair images arrive with every batch, and a chunk's flat
+        codes must be recoded whenever a size changes (at 10M answers ~0.6 s of recoding when sizes were exact)."""
+        out = {name: d + (1 if name == "group" else 0) for d, name in zip(self.dims(), self.keys)}
+        for name in ("cluster", "pcluster"):
+            if name in out:
+                out[name] = 1 << max(out[name] - 1, 0).bit_length()
+        return out
 
     def _compact(self, view: tuple[str, ...]) -> None:
         chunks = self.chunks[view]

@@ -343,6 +343,7 @@ def split_contrasts(
         stride = int(partner_cluster.max()) + 1
         cluster, pairs = _sorted_int_codes(own_cluster * stride + partner_cluster)
         own_of, partner_of = pairs // stride, pairs % stride
+        del partner_cluster, pairs
     else:
         cluster = own_cluster
     side = cells["side"].to_numpy().astype(np.int64, copy=False)
@@ -356,9 +357,10 @@ def split_contrasts(
     ocs += cluster * S
     ocs += side
     order, ocs_sorted = _grouped_order(ocs, owner)
-    del ocs
+    del ocs, cluster  # (at 10M answers each whole-cell array is ~100 MB: the ones not needed below go early)
     # the intersection codes sort like their own clusters (factorized sorted), so `order` sorts those too
     icc = _icc_of_owners(owner, own_cluster, y, n, order)
+    del own_cluster
     ocs_starts = _segments(ocs_sorted)
     ocs_keys = ocs_sorted[ocs_starts]
     del ocs_sorted
@@ -374,6 +376,7 @@ def split_contrasts(
     first_oc = np.searchsorted(oc_owner, np.arange(n_owner + 1))  # each owner's (owner, cluster) rows
     cell_oc = np.empty(len(owner), dtype=np.int64)
     cell_oc[order] = oc_of_ocs[_run_index(ocs_starts, len(order))]
+    del order
     # the target (if any) each cell's own key makes it part of
     n_keys = int(max(key.max(initial=-1), target_key.max(initial=-1))) + 1
     target_code = target_owner.astype(np.int64) * n_keys + target_key
@@ -390,6 +393,7 @@ def split_contrasts(
         by_code = np.argsort(target_code, kind="stable")
         pos = np.minimum(np.searchsorted(target_code[by_code], cell_code), len(by_code) - 1)
         cell_target = np.where(target_code[by_code][pos] == cell_code, by_code[pos], -1)
+    del cell_code
     # side balance per target: own and other offers on both sides (sums of non-negative counts)
     T = len(target_owner)
     mine = slice(None) if cell_target.min() >= 0 else cell_target >= 0  # (masks cost a pass each)
