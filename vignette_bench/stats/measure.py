@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from vignette_bench.stats.arrow_input import table_from
 from vignette_bench.stats.counts import CountStore
+from vignette_bench.stats.heap import reuse_freed_memory
 
 
 def split_chunks(crossed: bool, max_rows: int) -> dict[str, int]:
@@ -72,9 +73,10 @@ class Measure(metaclass=abc.ABCMeta):
             data = columns
         elif any(v is not None for k, v in columns.items() if k not in ("predictions", "references")):
             raise ValueError("give either `data` or keyword columns, not both")
-        for table in table_from(data, self.WANTED_COLUMNS):
-            store = self._store()
-            store.add_table(table, use_probabilities=use_probabilities)
+        with reuse_freed_memory():
+            for table in table_from(data, self.WANTED_COLUMNS):
+                store = self._store()
+                store.add_table(table, use_probabilities=use_probabilities)
         # Arrow's allocator keeps the read batches' freed memory (~250 MB after 10M parquet rows); the tests
         # that follow need it more
         pa.default_memory_pool().release_unused()
@@ -99,11 +101,12 @@ class Measure(metaclass=abc.ABCMeta):
                 f"unknown options {bad}; accepted inputs {sorted(self.WANTED_COLUMNS)} and options {sorted(self.OPTION_DEFAULTS)}"
             )
         opts = {**self.OPTION_DEFAULTS, **options}
-        if data is not None or any(v is not None for v in columns.values()):
-            self.add_batch(data=data, use_probabilities=use_probabilities, **columns)
-        store = getattr(self, "_counts", None) or self._new_store()
-        self._counts = None
-        result = self._compute_counts(store, opts)
+        with reuse_freed_memory():  # one block for counting and tests: the heap is trimmed once, at the end
+            if data is not None or any(v is not None for v in columns.values()):
+                self.add_batch(data=data, use_probabilities=use_probabilities, **columns)
+            store = getattr(self, "_counts", None) or self._new_store()
+            self._counts = None
+            result = self._compute_counts(store, opts)
         result["summary"] = {
             **store.summary(),
             **result.get("summary", {}),
