@@ -701,6 +701,7 @@ def cluster_contrasts(
     icc: float | None = None,
     two_way: bool = True,
     wild: bool | None = None,
+    partner_icc: tuple[float, float] | None = None,
 ) -> pd.DataFrame:
     """Cluster-robust t-test of ``sum_g a_g Y_g / N_g = null`` for every target.
 
@@ -716,6 +717,8 @@ def cluster_contrasts(
     two_way: with a partner_cluster column that differs from cluster somewhere, the variance is
     two-way cluster-robust (own x partner cluster; see "Two-way clustering" in the module docstring);
     False (or no such column) clusters on `cluster` alone.
+    partner_icc: two-way, the working icc of the partner and of the intersection term (None: each
+    estimated from `cells`, like `icc`); `split_contrasts` estimates them once for all its chunks.
     wild: check p-values below SCREEN of targets with a component in fewer than FEW_CLUSTERS clusters
     with the wild cluster bootstrap, p = max(t-test p, bootstrap p) ("Few clusters" in the module
     docstring); None: the module default (WILD).
@@ -768,9 +771,11 @@ def cluster_contrasts(
         # Cameron-Gelbach-Miller: V_own + V_partner - V_intersection for the K component rates, each
         # term with its own small-sample correction (CR2 under its own working model), negative
         # eigenvalues clipped; df: the smaller of the own and partner terms' Bell-McCaffrey df (so at
-        # most min(G_own, G_partner) - 1). A given icc is the own clusters'; the other terms estimate theirs.
-        k_p, e_p, df_p, G_p = _scaled_residuals(tab_p, method, None, usable, R, Ntg)
-        k_i, e_i, _, _ = _scaled_residuals(tab_i, method, None, usable, R, Ntg, need_df=False)
+        # most min(G_own, G_partner) - 1). A given icc is the own clusters'; the other terms' come with
+        # partner_icc or are estimated here.
+        icc_p, icc_i = (None, None) if partner_icc is None else partner_icc
+        k_p, e_p, df_p, G_p = _scaled_residuals(tab_p, method, icc_p, usable, R, Ntg)
+        k_i, e_i, _, _ = _scaled_residuals(tab_i, method, icc_i, usable, R, Ntg, need_df=False)
         u_p, u_i = k_p * e_p, k_i * e_i
         terms += [(tab_p, k_p / a, 1.0), (tab_i, k_i / a, -1.0)]
         V = tab.gram(u / a, u / a) + tab_p.gram(u_p / a, u_p / a) - tab_i.gram(u_i / a, u_i / a)

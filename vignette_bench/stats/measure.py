@@ -18,17 +18,6 @@ from vignette_bench.stats.counts import CountStore
 from vignette_bench.stats.heap import reuse_freed_memory
 
 
-def split_chunks(crossed: bool, max_rows: int) -> dict[str, int]:
-    """`split_contrasts`' chunk size for a measure: `max_rows` one-way, its default two-way.
-
-    One-way, a target's test does not depend on which targets share its chunk (the working icc is
-    estimated once; tests/stats/test_split_contrasts.py checks one chunk against many), so smaller chunks
-    change no number and lower the peak memory. Two-way, each chunk estimates the partner terms' working
-    icc, so the chunks are left as they were.
-    """
-    return {} if crossed else {"max_rows": max_rows}
-
-
 class Measure(metaclass=abc.ABCMeta):
     """A VIGNETTE measure without `evaluate`: add_batch/add accumulate counts (not rows); compute reads
     counts. The report and the leaderboard use measures directly (importing `evaluate` costs seconds: it

@@ -140,6 +140,7 @@ def side_balanced_contrasts(
     constant_parts: bool = False,
     two_way: bool = True,
     match_sides: bool = True,
+    partner_icc: tuple[float, float] | None = None,
 ) -> pd.DataFrame:
     """Cluster-robust test of ``sum_part weights[part] * rate_part = null`` per target.
 
@@ -154,7 +155,8 @@ def side_balanced_contrasts(
     from the other part alone and small null cells would be accused (seen in the null
     simulations of tests/metrics/test_calibration.py with ~10 answers per cell).
     two_way: with a partner_cluster column in `cells`, two-way (own x partner) clustering where
-    the two differ (`cluster_contrasts`); False clusters on `cluster` alone.
+    the two differ (`cluster_contrasts`); False clusters on `cluster` alone. partner_icc: the partner and
+    intersection terms' working icc (None: estimated per call, like icc).
     match_sides: a contrast (weights summing to 0) whose parts were all seen on one side only is
     tested on that side ("side-matched"), and one whose parts share no side is not tested
     (FLAG_POSITION_CONFOUNDED); False pools both over every side, as before issue 27 (the output's
@@ -174,13 +176,17 @@ def side_balanced_contrasts(
         if not rows.any():
             continue
         frame, coef = _components(cells[rows], part[rows], w, POOLED if mode == CONFOUNDED else mode)
-        out = cluster_contrasts(frame, coef, null, alpha, icc=icc, two_way=two_way).set_index("target")
+        out = cluster_contrasts(frame, coef, null, alpha, icc=icc, two_way=two_way, partner_icc=partner_icc).set_index(
+            "target"
+        )
         if "n_partner_clusters" not in out.columns:
             out["n_partner_clusters"] = np.nan
         if constant_parts:
             out = _flag_constant(out, frame, coef)
         if refusals:
-            bounds = refusal_bounds(frame, coef, null, alpha, icc=icc, two_way=two_way).set_index("target")
+            bounds = refusal_bounds(
+                frame, coef, null, alpha, icc=icc, two_way=two_way, partner_icc=partner_icc
+            ).set_index("target")
             out = out.join(bounds[["estimate_low", "estimate_high", "verdict_robust"]])
         if mode == CONFOUNDED:
             out = _mark_untested(out, np.ones(len(out), bool), FLAG_POSITION_CONFOUNDED)
@@ -286,19 +292,16 @@ def _joint_cluster_codes(own: pd.Series, partner: pd.Series) -> tuple[np.ndarray
     return both[: len(own)], both[len(own) :]
 
 
-def _icc_of_owners(owner: np.ndarray, cluster: np.ndarray, y: np.ndarray, n: np.ndarray, order: np.ndarray) -> float:
-    """`estimate_icc` of the owners' pooled rates: one component, rows (owner, cluster), summed from codes
-    (`order`: an order of the cells sorting them by owner, then cluster)."""
+def _icc_of_owners(owner: np.ndarray, cluster: np.ndarray, y: np.ndarray, n: np.ndarray) -> float:
+    """`estimate_icc` of the owners' pooled rates: one component, rows (owner, cluster), summed from codes."""
     stride = int(cluster.max()) + 1
-    code = (owner * stride + cluster)[order]
-    starts = _segments(code)
-    rows = code[starts]
-    row_owner = rows // stride  # sorted
+    row, rows = _sorted_int_codes(owner * stride + cluster)  # rows sorted by owner, then cluster
+    row_owner = rows // stride
     owner_starts = _segments(row_owner)
     tab = _Table.from_sums(
         np.ones(1),
-        np.add.reduceat(n[order], starts)[:, None] if len(starts) else np.zeros((0, 1)),
-        np.add.reduceat(y[order], starts)[:, None] if len(starts) else np.zeros((0, 1)),
+        np.bincount(row, weights=n, minlength=len(rows))[:, None],
+        np.bincount(row, weights=y, minlength=len(rows))[:, None],
         _run_index(owner_starts, len(rows)),
         rows % stride,
         pd.Index(row_owner[owner_starts]),
@@ -324,8 +327,9 @@ def split_contrasts(
     partner_cluster column: per (owner, key, cluster, partner_cluster, side), tested two-way
     unless `two_way` is False). PairComp: owner
     identity, key partner; log-odds: owner identity, key context. The working icc is estimated
-    once from the owners' pooled rates, and targets are tested in chunks of about `max_rows`
-    (owner cluster, side) rows, so memory stays bounded. Returns `side_balanced_contrasts` rows indexed by
+    once from the owners' pooled rates (two-way: the own, the partner and the intersection clusters'),
+    and targets are tested in chunks of about `max_rows` (owner cluster, side) rows, so memory stays
+    bounded and no result depends on the chunks. Returns `side_balanced_contrasts` rows indexed by
     target position (0 .. len(target_owner) - 1): the same as testing, per target, every cell of its owner
     with part 0 for the target's key and 1 otherwise (tests/stats/test_split_contrasts.py).
     """
@@ -343,7 +347,7 @@ def split_contrasts(
         stride = int(partner_cluster.max()) + 1
         cluster, pairs = _sorted_int_codes(own_cluster * stride + partner_cluster)
         own_of, partner_of = pairs // stride, pairs % stride
-        del partner_cluster, pairs
+        del pairs
     else:
         cluster = own_cluster
     side = cells["side"].to_numpy().astype(np.int64, copy=False)
@@ -357,9 +361,13 @@ def split_contrasts(
     ocs += cluster * S
     ocs += side
     order, ocs_sorted = _grouped_order(ocs, owner)
-    del ocs, cluster  # (at 10M answers each whole-cell array is ~100 MB: the ones not needed below go early)
-    # the intersection codes sort like their own clusters (factorized sorted), so `order` sorts those too
-    icc = _icc_of_owners(owner, own_cluster, y, n, order)
+    del ocs  # (at 10M answers each whole-cell array is ~100 MB: the ones not needed below go early)
+    # The working iccs are estimated once, from the owners' pooled rates, so no test depends on which targets
+    # share its chunk (tests/stats/test_split_contrasts.py checks one chunk against many).
+    icc = _icc_of_owners(owner, own_cluster, y, n)
+    partner_icc = (
+        (_icc_of_owners(owner, partner_cluster, y, n), _icc_of_owners(owner, cluster, y, n)) if crossed else None
+    )
     del own_cluster
     ocs_starts = _segments(ocs_sorted)
     ocs_keys = ocs_sorted[ocs_starts]
@@ -397,6 +405,9 @@ def split_contrasts(
     # side balance per target: own and other offers on both sides (sums of non-negative counts)
     T = len(target_owner)
     mine = slice(None) if cell_target.min() >= 0 else cell_target >= 0  # (masks cost a pass each)
+    del cluster
+    if crossed:
+        del partner_cluster
     own_side = np.bincount(cell_target[mine] * S + side[mine], weights=n[mine], minlength=T * S).reshape(T, S)
     owner_side = np.bincount(owner * S + side, weights=n, minlength=n_owner * S).reshape(n_owner, S)
     other_side = owner_side[target_owner] - own_side
@@ -441,6 +452,7 @@ def split_contrasts(
                     constant_parts=True,
                     two_way=True,
                     match_sides=match_sides,
+                    partner_icc=partner_icc,
                 )
             )
             continue
