@@ -217,8 +217,10 @@ def _sorted_int_codes(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(arr) and int(arr.min()) >= 0 and int(arr.max()) < 8 * len(arr) + 65536:
         present = np.zeros(int(arr.max()) + 1, dtype=bool)
         present[arr] = True
-        rank = np.cumsum(present, dtype=np.int64) - 1
-        return rank[arr], np.flatnonzero(present).astype(arr.dtype, copy=False)
+        uniques = np.flatnonzero(present)
+        rank = np.empty(len(present), dtype=np.int64)  # written only where a value is present (no cumsum pass)
+        rank[uniques] = np.arange(len(uniques))
+        return rank[arr], uniques.astype(arr.dtype, copy=False)
     codes, uniques = pd.factorize(arr, sort=True)
     return codes.astype(np.int64), np.asarray(uniques)
 
