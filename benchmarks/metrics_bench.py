@@ -160,9 +160,13 @@ def child(name: str, path: str, via: str = "evaluate") -> None:
     )
 
 
-def run_child(name: str, path: str, via: str) -> dict:
-    cmd = [sys.executable, __file__, "--child", name, path, "--via", via]
-    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+def run_child(name: str, path: str, via: str, tree: Path = ROOT) -> dict:
+    """One measurement in a fresh process, by this tree's code or another's (`--base`: its own copy of this
+    script, run with the tree as working directory and first on the path)."""
+    script = tree / "benchmarks" / "metrics_bench.py"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(tree)}
+    cmd = [sys.executable, str(script), "--child", name, path, "--via", via]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tree)
     if out.returncode:
         raise RuntimeError(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -309,6 +313,11 @@ def main() -> None:
         default=0,
         help="renders per identity given as candidate_clusters (two-way clustered tests); 0: clusters are pair images",
     )
+    ap.add_argument(
+        "--base",
+        type=Path,
+        help="an older tree (e.g. from git archive) measured back to back with this one, on the same file",
+    )
     args = ap.parse_args()
     if args.child:
         # a child runs one of the two (benchmarks/metrics_ab.py calls it without --via: the evaluate module)
@@ -325,14 +334,16 @@ def main() -> None:
             flush=True,
         )
         vias = ("measure", "evaluate") if args.via == "both" else (args.via,)
+        trees = [("base", args.base.resolve()), ("now", ROOT)] if args.base else [("", ROOT)]
         for name, via in ((n, v) for n in args.metrics for v in vias):
-            r = run_child(name, path, via)
-            print(
-                f"{name:20s} {via:8s} {r['n_rows']:>11,} answers  wall {r['seconds']:6.2f} s  cpu {r['cpu_seconds']:6.2f} s  peak "
-                f"RSS {r['peak_rss_mb']:6.0f} MB (after imports {r['rss_after_imports_mb']:.0f} MB)  "
-                f"[clusters: {r['cluster_unit']}; {r['ci_method']}]",
-                flush=True,
-            )
+            for label, tree in trees:
+                r = run_child(name, path, via, tree)
+                print(
+                    f"{name:20s} {via:8s} {label:4s} {r['n_rows']:>11,} answers  wall {r['seconds']:6.2f} s  cpu "
+                    f"{r['cpu_seconds']:6.2f} s  peak RSS {r['peak_rss_mb']:6.0f} MB (after imports "
+                    f"{r['rss_after_imports_mb']:.0f} MB)  [clusters: {r['cluster_unit']}; {r['ci_method']}]",
+                    flush=True,
+                )
         if args.naive_rows > 0:
             compare_naive(args.naive_rows, args.seed, tmp)
 
