@@ -292,16 +292,28 @@ def _joint_cluster_codes(own: pd.Series, partner: pd.Series) -> tuple[np.ndarray
     return both[: len(own)], both[len(own) :]
 
 
-def _icc_of_owners(owner: np.ndarray, cluster: np.ndarray, y: np.ndarray, n: np.ndarray) -> float:
-    """`estimate_icc` of the owners' pooled rates: one component, rows (owner, cluster), summed from codes."""
+def _icc_of_owners(
+    owner: np.ndarray, cluster: np.ndarray, y: np.ndarray, n: np.ndarray, order: np.ndarray | None = None
+) -> float:
+    """`estimate_icc` of the owners' pooled rates: one component, rows (owner, cluster), summed from codes
+    (`order`, when given: an order of the cells sorting them by owner, then cluster)."""
     stride = int(cluster.max()) + 1
-    row, rows = _sorted_int_codes(owner * stride + cluster)  # rows sorted by owner, then cluster
-    row_owner = rows // stride
+    code = owner * stride + cluster
+    if order is not None:
+        code = code[order]
+        starts = _segments(code)
+        rows = code[starts]
+        n_rows, y_rows = np.add.reduceat(n[order], starts), np.add.reduceat(y[order], starts)
+    else:
+        row, rows = _sorted_int_codes(code)
+        n_rows = np.bincount(row, weights=n, minlength=len(rows))
+        y_rows = np.bincount(row, weights=y, minlength=len(rows))
+    row_owner = rows // stride  # sorted
     owner_starts = _segments(row_owner)
     tab = _Table.from_sums(
         np.ones(1),
-        np.bincount(row, weights=n, minlength=len(rows))[:, None],
-        np.bincount(row, weights=y, minlength=len(rows))[:, None],
+        n_rows[:, None],
+        y_rows[:, None],
         _run_index(owner_starts, len(rows)),
         rows % stride,
         pd.Index(row_owner[owner_starts]),
@@ -364,10 +376,12 @@ def split_contrasts(
     del ocs  # (at 10M answers each whole-cell array is ~100 MB: the ones not needed below go early)
     # The working iccs are estimated once, from the owners' pooled rates, so no test depends on which targets
     # share its chunk (tests/stats/test_split_contrasts.py checks one chunk against many).
-    icc = _icc_of_owners(owner, own_cluster, y, n)
-    partner_icc = (
-        (_icc_of_owners(owner, partner_cluster, y, n), _icc_of_owners(owner, cluster, y, n)) if crossed else None
-    )
+    # (`order` sorts the cells by owner and cluster; the intersection codes sort like their own clusters, so it
+    # sorts by own cluster too. The partner clusters are summed by their codes.)
+    icc = _icc_of_owners(owner, own_cluster, y, n, order)
+    partner_icc = None
+    if crossed:
+        partner_icc = (_icc_of_owners(owner, partner_cluster, y, n), _icc_of_owners(owner, cluster, y, n, order))
     del own_cluster
     ocs_starts = _segments(ocs_sorted)
     ocs_keys = ocs_sorted[ocs_starts]
@@ -382,7 +396,9 @@ def split_contrasts(
     tot_seen[oc_of_ocs, ocs_keys % S] = True
     n_owner = int(max(owner.max(), target_owner.max())) + 1
     first_oc = np.searchsorted(oc_owner, np.arange(n_owner + 1))  # each owner's (owner, cluster) rows
-    cell_oc = np.empty(len(owner), dtype=np.int64)
+    # Per-cell indices live through the chunk loop: int32 where they fit (at 10M answers 50 MB each, not 100)
+    index_type = np.int32 if max(len(cells), len(target_owner)) < 2**31 - 1 else np.int64
+    cell_oc = np.empty(len(owner), dtype=index_type)
     cell_oc[order] = oc_of_ocs[_run_index(ocs_starts, len(order))]
     del order
     # the target (if any) each cell's own key makes it part of
@@ -390,7 +406,7 @@ def split_contrasts(
     target_code = target_owner.astype(np.int64) * n_keys + target_key
     cell_code = owner * n_keys + key
     if n_owner * n_keys <= 4 * len(cell_code) + 1_000_000:  # a lookup table (the first of equal targets wins)
-        lookup = np.full(n_owner * n_keys, -1, dtype=np.int64)
+        lookup = np.full(n_owner * n_keys, -1, dtype=index_type)
         lookup[target_code[::-1]] = np.arange(len(target_code))[::-1]
         cell_target = (
             lookup[cell_code]
@@ -400,7 +416,7 @@ def split_contrasts(
     else:
         by_code = np.argsort(target_code, kind="stable")
         pos = np.minimum(np.searchsorted(target_code[by_code], cell_code), len(by_code) - 1)
-        cell_target = np.where(target_code[by_code][pos] == cell_code, by_code[pos], -1)
+        cell_target = np.where(target_code[by_code][pos] == cell_code, by_code[pos], -1).astype(index_type)
     del cell_code
     # side balance per target: own and other offers on both sides (sums of non-negative counts)
     T = len(target_owner)
@@ -408,7 +424,9 @@ def split_contrasts(
     del cluster
     if crossed:
         del partner_cluster
-    own_side = np.bincount(cell_target[mine] * S + side[mine], weights=n[mine], minlength=T * S).reshape(T, S)
+    own_side = np.bincount(
+        cell_target[mine].astype(np.int64) * S + side[mine], weights=n[mine], minlength=T * S
+    ).reshape(T, S)
     owner_side = np.bincount(owner * S + side, weights=n, minlength=n_owner * S).reshape(n_owner, S)
     other_side = owner_side[target_owner] - own_side
     parts_on = [(own_side[:, s] > 0).astype(np.int64) + (other_side[:, s] > 0) for s in (SIDE_LEFT, SIDE_RIGHT)]
@@ -418,6 +436,7 @@ def split_contrasts(
     chunk = (np.cumsum(sizes) - 1) // max_rows
     chunk_ends = np.searchsorted(chunk, np.unique(chunk), side="right")
     by_target = _radix_order(cell_target + 1) if T < 2**16 - 1 else np.argsort(cell_target, kind="stable")
+    by_target = by_target.astype(index_type, copy=False)
     target_sorted = cell_target[by_target]
     cell_bounds = np.asarray(np.searchsorted(target_sorted, np.r_[0, chunk_ends]))  # cells of no target: before 0
     del target_sorted

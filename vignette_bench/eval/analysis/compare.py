@@ -25,7 +25,7 @@ import pandas as pd
 from vignette_bench.eval.analysis.cells import choice_cells, one_look
 from vignette_bench.stats.inference import bh_qvalues
 from vignette_bench.stats.multiplicity import noise_corrected_magnitude
-from vignette_bench.stats.verdicts import side_balanced_contrasts
+from vignette_bench.stats.verdicts import LEFT_ONLY, POOLED, RIGHT_ONLY, SIDES_TEXT, side_balanced_contrasts
 
 IDENTITY_COLUMNS = [
     "family",
@@ -115,10 +115,19 @@ def compare_frames(
     ident = _identity_rows(contrasts, ra, rb)
     ident["q_value"] = np.ones(len(ident))
     for _, idx in ident.groupby("family", sort=False).groups.items():  # BH within each family
-        tested = ident.loc[idx, "flag"].isin(["", "not_side_balanced", "no_difference"]).to_numpy()
+        tested = ident.loc[idx, "flag"].isin(["", *SIDE_FLAGS.values(), "no_difference"]).to_numpy()
         ident.loc[idx, "q_value"] = bh_qvalues(ident.loc[idx, "p_value"].to_numpy(float), tested=tested)
     ident = ident[IDENTITY_COLUMNS].sort_values(["family", "dimension", "identity"], ignore_index=True)
     return Comparison(label_a, label_b, ident, _summary(ident, alpha), unmatched)
+
+
+# A tested contrast that is not side-balanced: side-matched (the identity was seen on one side only, in both runs:
+# that side's rates are compared, so a side preference cancels) or pooled over sides (no side known).
+SIDE_FLAGS = {
+    SIDES_TEXT[LEFT_ONLY]: "side_matched",
+    SIDES_TEXT[RIGHT_ONLY]: "side_matched",
+    SIDES_TEXT[POOLED]: "not_side_balanced",
+}
 
 
 def _identity_rows(tested: list[pd.DataFrame], ra: pd.DataFrame, rb: pd.DataFrame) -> pd.DataFrame:
@@ -132,7 +141,9 @@ def _identity_rows(tested: list[pd.DataFrame], ra: pd.DataFrame, rb: pd.DataFram
     same = (np.nan_to_num(se) <= 1e-9) & (np.abs(est) <= 1e-9)
     flag = res["flag"].to_numpy(object)
     flag = np.where(same & (flag == ""), "no_difference", flag)
-    flag = np.where(flag == "", np.where(res["side_balanced"].to_numpy(bool), "", "not_side_balanced"), flag)
+    # tested, but not side-balanced: say how (`side_balanced_contrasts`' sides column)
+    sides = pd.Series(res["sides"].to_numpy(object)).map(SIDE_FLAGS).fillna("").to_numpy(object)
+    flag = np.where(flag == "", sides, flag)
     keys = pd.MultiIndex.from_arrays([res["family"], res["dimension"], res["identity"]])
 
     def pp(col: str) -> np.ndarray:
