@@ -641,8 +641,8 @@ class _WildDesign:
             b, G, K = len(v), self.G_own, len(self.a)
             V = ((v[:, :, None] * v[:, None, :]).reshape(b, G * G) @ self._Q).reshape(b, K, K)
             var = np.einsum("i,bij,j->b", self.a, _psd_clip(V) if len(self.terms) > 1 else V, self.a)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return (self._num0 + v @ self._d) / np.sqrt(var)
+            with np.errstate(divide="ignore", invalid="ignore"):  # (a sum of squares: rounding below 0 is 0)
+                return (self._num0 + v @ self._d) / np.sqrt(np.maximum(var, 0.0))
         ystar = self.samples(v)
         Rstar = ystar.sum(axis=1) / self.N
         estar = ystar - Rstar[:, None, :] * self.n
