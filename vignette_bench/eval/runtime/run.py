@@ -323,21 +323,7 @@ def run(
 ) -> RunResult:
     """Ask every planned question of this shard that has no answer yet; merge when all shards are done.
     Once this session has `max_invalid_after` answers, more than `max_invalid` of them invalid stops it."""
-    if settings.config not in CONFIGS:
-        raise RunError(f"--config {settings.config!r}: expected one of {CONFIGS}")
-    asked_paradigms = [p for p in settings.paradigms if p in CONFIG_PARADIGMS[settings.config]]
-    if not asked_paradigms:
-        raise RunError(
-            f"--paradigms {','.join(settings.paradigms)}: {settings.config} pairs carry none of them; "
-            f"they carry {','.join(CONFIG_PARADIGMS[settings.config])}"
-        )
-    if batch_size < 1:
-        raise RunError(f"--batch-size {batch_size}: must be at least 1")
-    if not 0 <= max_invalid <= 1 or max_invalid_after < 1:
-        raise RunError(
-            f"--max-invalid {max_invalid} --max-invalid-after {max_invalid_after}: "
-            "need a fraction in [0, 1] (1 turns the check off) and at least 1 answer"
-        )
+    _check_options(settings, batch_size, max_invalid, max_invalid_after)
     # everything that can fail on bad input comes before the run folder exists (no empty folders left)
     adapter = adapter or build_adapter(settings.model, settings.seed, batch_size)
     if source is None:
@@ -367,18 +353,11 @@ def run(
     plan = _plan(folder, source, settings)
     mine = split_dataset_by_node(plan, rank=shard.rank, world_size=shard.world_size)
 
-    done_pair: dict[str, str] = {}  # answered question id -> its pair (a question answered twice counts once)
     # This rank's part, as read here and then appended to, is held for the final merge (which then
     # decodes only the other ranks' parts); above HELD_ROWS_MAX rows the merge reads it back instead.
-    own_part, own_rows = folder.part_path(shard.rank), []
+    own_part = folder.part_path(shard.rank)
     own_bytes = tail_state(own_part)[0] if own_part.exists() else 0
-    for path in folder.part_paths():
-        for r in iter_part(path):
-            if path == own_part:
-                own_rows.append(r)
-            # a backend failure (401, dead server, 5xx after retries) was never answered: asked again on resume
-            if r.get("valid") or not (retry_invalid or is_backend_failure(r.get("error"))):
-                done_pair[r["question_id"]] = r["pair_id"]
+    done_pair, own_rows = _answered_so_far(folder, own_part, retry_invalid)
     done = done_pair.keys()
     done_per_pair = Counter(done_pair.values())
     per_pair = len(builder(mine[0])) if len(mine) else 0  # the same for every pair of a config
@@ -420,13 +399,11 @@ def run(
         dynamic_ncols=True,
     )  # one line per rank
     pending: list[tuple[Question, Image.Image | None]] = []
-    asked = composed = invalid = 0
-    errors: Counter[str] = Counter()  # this session's invalid answers by error, for the stop message
-    example: dict[str, str] = {}  # one raw reply per error
+    asked = composed = 0
+    guard = _InvalidGuard(max_invalid, max_invalid_after, folder.path)
     start = time.perf_counter()
 
     def ask(batch: list[tuple[Question, Image.Image | None]]) -> None:
-        nonlocal invalid
         questions = [q for q, _ in batch]
         if prepare is not None:
             prepare(questions)
@@ -441,24 +418,8 @@ def run(
         writer.append(rows)
         if len(own_rows) <= HELD_ROWS_MAX:
             own_rows.extend(rows)
-        invalid += sum(not row["valid"] for row in rows)
-        for row in rows:
-            if not row["valid"]:
-                errors[row["error"] or "invalid"] += 1
-                example.setdefault(row["error"] or "invalid", row["raw"] or "")
         bar.update(len(batch))
-        answered = asked + len(batch)
-        if answered >= max_invalid_after and invalid > max_invalid * answered:
-            # A model or server that cannot answer (schema ignored, template refusing images, wrong mode)
-            # would otherwise fill a "complete" run with invalid rows and exit 0.
-            error, count = errors.most_common(1)[0]
-            raise RunError(
-                f"{invalid} of the {answered} answers of this session are invalid (more than {max_invalid:.0%}); "
-                f"most often ({count}): {error!r}, e.g. raw reply {example[error][:160]!r}. The answers so far are "
-                f"kept in {folder.path}. Check the model spec (docs/openai.md: system_prompt=user, structured; "
-                "docs/adapters.md: mode=score), then rerun the same command to resume (it asks backend failures again; "
-                "--retry-invalid asks the other invalid answers again too); --max-invalid 1 turns this check off"
-            )
+        guard.add(rows)
 
     def work() -> Iterator[tuple[dict[str, Any], list[Question]]]:
         """Pairs with unanswered questions, in plan order, with those questions."""
@@ -523,7 +484,70 @@ def run(
             f"When all have finished: vignette merge {run_dir}",
             file=sys.stderr,
         )
-    return RunResult(asked, invalid, already, composed, seconds, responses)
+    return RunResult(asked, guard.invalid, already, composed, seconds, responses)
+
+
+def _check_options(settings: RunSettings, batch_size: int, max_invalid: float, max_invalid_after: int) -> None:
+    """Refuse settings that cannot run, naming the option, before anything is written."""
+    if settings.config not in CONFIGS:
+        raise RunError(f"--config {settings.config!r}: expected one of {CONFIGS}")
+    if not any(p in CONFIG_PARADIGMS[settings.config] for p in settings.paradigms):
+        raise RunError(
+            f"--paradigms {','.join(settings.paradigms)}: {settings.config} pairs carry none of them; "
+            f"they carry {','.join(CONFIG_PARADIGMS[settings.config])}"
+        )
+    if batch_size < 1:
+        raise RunError(f"--batch-size {batch_size}: must be at least 1")
+    if not 0 <= max_invalid <= 1 or max_invalid_after < 1:
+        raise RunError(
+            f"--max-invalid {max_invalid} --max-invalid-after {max_invalid_after}: "
+            "need a fraction in [0, 1] (1 turns the check off) and at least 1 answer"
+        )
+
+
+def _answered_so_far(folder: RunFolder, own_part: Path, retry_invalid: bool) -> tuple[dict[str, str], list[dict]]:
+    """(answered question id -> its pair, this rank's own rows) from every rank's part in the folder. A question
+    answered twice counts once; a backend failure (401, dead server, 5xx after retries) was never answered, so it
+    is asked again, and with `retry_invalid` every invalid answer is."""
+    done_pair: dict[str, str] = {}
+    own_rows: list[dict] = []
+    for path in folder.part_paths():
+        for r in iter_part(path):
+            if path == own_part:
+                own_rows.append(r)
+            if r.get("valid") or not (retry_invalid or is_backend_failure(r.get("error"))):
+                done_pair[r["question_id"]] = r["pair_id"]
+    return done_pair, own_rows
+
+
+class _InvalidGuard:
+    """Stops a session whose answers are mostly invalid: a model or server that cannot answer (schema ignored,
+    template refusing images, wrong mode) would otherwise fill a "complete" run with invalid rows and exit 0."""
+
+    def __init__(self, max_invalid: float, max_invalid_after: int, where: Path) -> None:
+        self.max_invalid, self.max_invalid_after, self.where = max_invalid, max_invalid_after, where
+        self.answered = self.invalid = 0
+        self.errors: Counter[str] = Counter()  # this session's invalid answers by error, for the stop message
+        self.example: dict[str, str] = {}  # one raw reply per error
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        """Count a logged batch; raise RunError once more than max_invalid of at least max_invalid_after are invalid."""
+        self.answered += len(rows)
+        for row in rows:
+            if not row["valid"]:
+                self.invalid += 1
+                self.errors[row["error"] or "invalid"] += 1
+                self.example.setdefault(row["error"] or "invalid", row["raw"] or "")
+        if self.answered >= self.max_invalid_after and self.invalid > self.max_invalid * self.answered:
+            error, count = self.errors.most_common(1)[0]
+            raise RunError(
+                f"{self.invalid} of the {self.answered} answers of this session are invalid (more than "
+                f"{self.max_invalid:.0%}); most often ({count}): {error!r}, e.g. raw reply {self.example[error][:160]!r}. "
+                f"The answers so far are kept in {self.where}. Check the model spec (docs/openai.md: "
+                "system_prompt=user, structured; docs/adapters.md: mode=score), then rerun the same command to resume "
+                "(it asks backend failures again; --retry-invalid asks the other invalid answers again too); "
+                "--max-invalid 1 turns this check off"
+            )
 
 
 def plan_sample_size(
