@@ -157,3 +157,18 @@ def test_the_old_label_order_did_move_the_bootstrap(monkeypatch):
     by_label = _bootstrapped(monkeypatch, cells)["p_value"].to_numpy()
     by_new_label = _bootstrapped(monkeypatch, cells.assign(cluster=cells["cluster"].map(renamed)))["p_value"].to_numpy()
     assert not np.array_equal(by_label, by_new_label)
+
+
+def test_content_ranks_break_ties_of_totals_by_the_finest_rows():
+    """Two own clusters with equal totals are ranked by their (own, partner) cells, whichever is listed first."""
+    n = np.array([[4.0, 2.0], [4.0, 2.0], [1.0, 1.0]])
+    y = np.array([[2.0, 1.0], [2.0, 1.0], [0.0, 1.0]])
+    # cluster 0 splits as 3 + 1 offers over partners, cluster 1 as 2 + 2 (same totals)
+    fine_n = np.array([[3.0, 1.0], [1.0, 1.0], [2.0, 1.0], [2.0, 1.0], [1.0, 1.0]])
+    fine_y = np.array([[2.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    rows = np.array([0, 0, 1, 1, 2])
+    ranks = clustered._content_ranks(n, y, rows, fine_n, fine_y)
+    swapped = clustered._content_ranks(n[[1, 0, 2]], y[[1, 0, 2]], np.array([1, 1, 0, 0, 2]), fine_n, fine_y)
+    assert sorted(ranks.tolist()) == [0, 1, 2] and ranks[2] == 0  # the smallest totals first
+    assert ranks[0] == swapped[1] and ranks[1] == swapped[0]  # the tie follows the cells, not the listing
+    assert ranks[0] != ranks[1]
