@@ -111,3 +111,14 @@ def test_one_sided_targets_are_side_matched_pooled_or_untested(seed: int) -> Non
     target = int(np.flatnonzero((t_owner == 0) & (t_key == 1))[0])
     rate = own["y"].sum() / own["n"].sum() - other["y"].sum() / other["n"].sum()
     assert got.loc[target, "estimate"] == pytest.approx(rate, abs=1e-12)
+
+
+def test_partner_clusters_equal_to_own_give_the_one_way_test() -> None:
+    """A partner_cluster column that never differs from the own cluster (single-person questions, no render
+    keys) is the one-way test, as `cluster_contrasts` treats such cells."""
+    cells = _one_sided_cells(0)
+    args = (cells["owner"].to_numpy(), cells["key"].to_numpy(), np.array([0, 1, 2, 3]), np.array([0, 1, 2, 3]))
+    with variance_setting("cr2"):
+        one_way = split_contrasts(cells, *args)
+        same = split_contrasts(cells.assign(partner_cluster=cells["cluster"]), *args)
+    pd.testing.assert_frame_equal(same, one_way)

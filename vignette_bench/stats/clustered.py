@@ -704,7 +704,7 @@ def _psd_clip(V: np.ndarray) -> np.ndarray:
 
 
 def cluster_contrasts(
-    cells: pd.DataFrame | _Table,
+    cells: pd.DataFrame | _Table | tuple[_Table, _Table, _Table],
     coefficients: Mapping[Hashable, float],
     null: float,
     alpha: float = 0.05,
@@ -719,7 +719,8 @@ def cluster_contrasts(
 
     cells: columns target, cluster, component, y, n (see the module docstring), optionally
     partner_cluster (the cluster of the other person of the question, e.g. the partner's render);
-    or a one-way `_Table` of their sums (`_Table.from_sums`, components in the order of `coefficients`);
+    or a one-way `_Table` of their sums (`_Table.from_sums`, components in the order of `coefficients`), or
+    two-way the (own, partner, intersection) tables of their sums (`verdicts._crossed_tables`);
     rows whose component has no (or a zero) coefficient are ignored, repeated keys are summed.
     method: "cr2" (working-model bias-reduced sandwich with Bell-McCaffrey df; default) or
     "cr1" (G/(G-1) sandwich, t(G-1); anti-conservative with few or unbalanced clusters, kept
@@ -743,7 +744,10 @@ def cluster_contrasts(
     method = DEFAULT_METHOD if method is None else method
     if method not in ("cr2", "cr1"):
         raise ValueError(f"method must be 'cr2' or 'cr1', got {method!r}")
-    if isinstance(cells, _Table):  # summed already (`split_contrasts`): one-way
+    if isinstance(cells, tuple):  # the (own, partner, intersection) tables, summed already (`split_contrasts`)
+        tab, tab_p, tab_i = cells
+        crossed = two_way
+    elif isinstance(cells, _Table):  # summed already: one-way
         tab, crossed = cells, False
     else:
         crossed = (
@@ -752,6 +756,13 @@ def cluster_contrasts(
             and bool((cells["partner_cluster"].to_numpy() != cells["cluster"].to_numpy()).any())
         )
         tab = _Table(cells, coefficients)
+        if crossed:
+            # the same cells clustered by partner, and by the intersection (own, partner); the codes `_Table`
+            # gives the own clusters (the bootstrap decodes the intersection with them)
+            own = _codes(cells["cluster"])[0]
+            partner = _codes(cells["partner_cluster"])[0]
+            tab_p = _Table(cells.assign(cluster=partner), coefficients)
+            tab_i = _Table(cells.assign(cluster=own * (int(partner.max()) + 1) + partner), coefficients)
     a = tab.a
     Ntg = tab.per_target(tab.n)  # (T, K)
     Ytg = tab.per_target(tab.y)
@@ -760,13 +771,6 @@ def cluster_contrasts(
     missing = (Ntg <= 0).any(axis=1)
     too_few = (G < 2) | (clusters_g < 2).any(axis=1)
     if crossed:
-        assert isinstance(cells, pd.DataFrame)  # a _Table is one-way
-        # the same cells clustered by partner, and by the intersection (own, partner)
-        # the codes `_Table` gives the own clusters (the bootstrap decodes the intersection with them)
-        own = _codes(cells["cluster"])[0]
-        partner = _codes(cells["partner_cluster"])[0]
-        tab_p = _Table(cells.assign(cluster=partner), coefficients)
-        tab_i = _Table(cells.assign(cluster=own * (int(partner.max()) + 1) + partner), coefficients)
         G_p = np.bincount(tab_p.cluster_target, minlength=tab.T).astype(float)
         too_few |= (G_p < 2) | (tab_p.per_target((tab_p.n > 0).astype(float)) < 2).any(axis=1)
     usable = ~(missing | too_few)

@@ -359,7 +359,6 @@ def split_contrasts(
         stride = int(partner_cluster.max()) + 1
         cluster, pairs = _sorted_int_codes(own_cluster * stride + partner_cluster)
         own_of, partner_of = pairs // stride, pairs % stride
-        del pairs
     else:
         cluster = own_cluster
     side = cells["side"].to_numpy().astype(np.int64, copy=False)
@@ -454,27 +453,6 @@ def split_contrasts(
         own_n = np.bincount(at, weights=n[cells_c], minlength=len(row_oc) * S).reshape(-1, S)
         own_y = np.bincount(at, weights=y[cells_c], minlength=len(row_oc) * S).reshape(-1, S)
         other_n, other_y = tot_n[row_oc] - own_n, tot_y[row_oc] - own_y
-        if crossed:
-            own_seen = np.bincount(at, minlength=len(row_oc) * S).reshape(-1, S) > 0
-            frame = _long_rows(
-                t[row_target], oc_cluster[row_oc], own_seen, tot_seen[row_oc], own_n, own_y, other_n, other_y
-            )
-            ic = frame["cluster"].to_numpy()
-            frame = frame.assign(cluster=own_of[ic], partner_cluster=partner_of[ic])
-            out.append(
-                side_balanced_contrasts(
-                    frame,
-                    {0: 1.0, 1: -1.0},
-                    0.0,
-                    alpha,
-                    icc=icc,
-                    constant_parts=True,
-                    two_way=True,
-                    match_sides=match_sides,
-                    partner_icc=partner_icc,
-                )
-            )
-            continue
         for mode in (BALANCED, LEFT_ONLY, RIGHT_ONLY, POOLED, CONFOUNDED):
             pick = modes[t] == mode
             if not pick.any():
@@ -491,18 +469,16 @@ def split_contrasts(
             else:  # pooled over every side, unknown included
                 sums = [np.column_stack([np.einsum("ck->c", p) for p in part]) for part in parts]
                 a = np.array([1.0, -1.0])
+            row_cluster, targets = oc_cluster[row_oc[rows]], pd.Index(t[pick])
             tab = _Table.from_sums(
-                a,
-                sums[0],
-                sums[1],
-                (np.cumsum(pick) - 1)[row_target[rows]],
-                oc_cluster[row_oc[rows]],
-                pd.Index(t[pick]),
-                pd.RangeIndex(n_cs // S),
-            )
+                a, sums[0], sums[1], (np.cumsum(pick) - 1)[row_target[rows]], row_cluster, targets,
+                pd.Index(pairs) if crossed else pd.RangeIndex(n_cs // S),
+            )  # fmt: skip
+            tables = _crossed_tables(tab, own_of, partner_of) if crossed else tab
             coef: dict[Hashable, float] = {i: float(v) for i, v in enumerate(a)}
-            res = cluster_contrasts(tab, coef, 0.0, alpha, icc=icc, two_way=False).set_index("target")
-            res["n_partner_clusters"] = np.nan
+            res = cluster_contrasts(tables, coef, 0.0, alpha, icc=icc, partner_icc=partner_icc).set_index("target")
+            if "n_partner_clusters" not in res.columns:
+                res["n_partner_clusters"] = np.nan
             res = _mark_constant(res, _constant(tab.per_target(tab.y), tab.per_target(tab.n)))
             if mode == CONFOUNDED:
                 res = _mark_untested(res, np.ones(len(res), bool), FLAG_POSITION_CONFOUNDED)
@@ -510,28 +486,30 @@ def split_contrasts(
     return pd.concat(out)
 
 
-def _long_rows(
-    target: np.ndarray,
-    cluster: np.ndarray,
-    own_seen: np.ndarray,
-    other_seen: np.ndarray,
-    own_n: np.ndarray,
-    own_y: np.ndarray,
-    other_n: np.ndarray,
-    other_y: np.ndarray,
-) -> pd.DataFrame:
-    """The (target, cluster, side, part) rows of a chunk as `side_balanced_contrasts` takes them, by target."""
-    S = own_n.shape[1]
-    picks = [np.flatnonzero(own_seen.ravel()), np.flatnonzero(other_seen.ravel())]
-    row = np.concatenate([p // S for p in picks])
-    frame = pd.DataFrame(
-        {
-            "target": target[row],
-            "cluster": cluster[row],
-            "side": np.concatenate([p % S for p in picks]),
-            "part": np.repeat([0, 1], [len(p) for p in picks]),
-            "y": np.concatenate([own_y.ravel()[picks[0]], other_y.ravel()[picks[1]]]),
-            "n": np.concatenate([own_n.ravel()[picks[0]], other_n.ravel()[picks[1]]]),
-        }
-    )
-    return frame.iloc[np.argsort(frame["target"].to_numpy(), kind="stable")]
+def _crossed_tables(
+    inter: _Table, own_of: np.ndarray, partner_of: np.ndarray
+) -> _Table | tuple[_Table, _Table, _Table]:
+    """The (own, partner, intersection) tables of a two-way test from its intersection table (rows: target,
+    (own, partner) cluster, whose codes sort like the own clusters), as `cluster_contrasts` builds them from cells:
+    the own clusters' sums are runs of the intersection rows, the partner clusters' a sort within each target.
+    Where no row's partner differs from its own cluster the test is one-way, on the own clusters."""
+    own, partner = own_of[inter.cluster_code], partner_of[inter.cluster_code]
+    targets, n_own, n_partner = inter.targets, int(own_of.max()) + 1, int(partner_of.max()) + 1
+
+    def by(key: np.ndarray, code: np.ndarray, order: np.ndarray | None, n_codes: int) -> _Table:
+        n, y, ct = (inter.n, inter.y, inter.cluster_target) if order is None else (
+            inter.n[order], inter.y[order], inter.cluster_target[order]
+        )  # fmt: skip
+        starts = _segments(key)
+        return _Table.from_sums(
+            inter.a, np.add.reduceat(n, starts), np.add.reduceat(y, starts), ct[starts], code[starts], targets,
+            pd.RangeIndex(n_codes),
+        )  # fmt: skip
+
+    tab_o = by(inter.cluster_target * n_own + own, own, None, n_own)
+    if not (own != partner).any():
+        return tab_o
+    key_p = inter.cluster_target * n_partner + partner
+    order = np.argsort(key_p, kind="stable")
+    tab_p = by(key_p[order], partner[order], order, n_partner)
+    return tab_o, tab_p, inter
