@@ -469,11 +469,10 @@ def split_contrasts(
             else:  # pooled over every side, unknown included
                 sums = [np.column_stack([np.einsum("ck->c", p) for p in part]) for part in parts]
                 a = np.array([1.0, -1.0])
-            row_cluster, targets = oc_cluster[row_oc[rows]], pd.Index(t[pick])
-            tab = _Table.from_sums(
-                a, sums[0], sums[1], (np.cumsum(pick) - 1)[row_target[rows]], row_cluster, targets,
-                pd.Index(pairs) if crossed else pd.RangeIndex(n_cs // S),
-            )  # fmt: skip
+            # one-way the rows' clusters; two-way their (own, partner) pairs, the intersection table
+            clusters = pd.Index(pairs) if crossed else pd.RangeIndex(n_cs // S)
+            row_tgt = (np.cumsum(pick) - 1)[row_target[rows]]
+            tab = _Table.from_sums(a, sums[0], sums[1], row_tgt, oc_cluster[row_oc[rows]], pd.Index(t[pick]), clusters)
             tables = _crossed_tables(tab, own_of, partner_of) if crossed else tab
             coef: dict[Hashable, float] = {i: float(v) for i, v in enumerate(a)}
             res = cluster_contrasts(tables, coef, 0.0, alpha, icc=icc, partner_icc=partner_icc).set_index("target")
@@ -496,20 +495,19 @@ def _crossed_tables(
     own, partner = own_of[inter.cluster_code], partner_of[inter.cluster_code]
     targets, n_own, n_partner = inter.targets, int(own_of.max()) + 1, int(partner_of.max()) + 1
 
-    def by(key: np.ndarray, code: np.ndarray, order: np.ndarray | None, n_codes: int) -> _Table:
-        n, y, ct = (inter.n, inter.y, inter.cluster_target) if order is None else (
-            inter.n[order], inter.y[order], inter.cluster_target[order]
-        )  # fmt: skip
-        starts = _segments(key)
+    def summed(key: np.ndarray, code: np.ndarray, n_codes: int, order: np.ndarray) -> _Table:
+        """The rows taken in `order` (by target, then key) and summed over runs of equal key."""
+        starts = _segments(key[order])
+        first = order[starts]
+        n, y = np.add.reduceat(inter.n[order], starts), np.add.reduceat(inter.y[order], starts)
         return _Table.from_sums(
-            inter.a, np.add.reduceat(n, starts), np.add.reduceat(y, starts), ct[starts], code[starts], targets,
-            pd.RangeIndex(n_codes),
-        )  # fmt: skip
+            inter.a, n, y, inter.cluster_target[first], code[first], targets, pd.RangeIndex(n_codes)
+        )
 
-    tab_o = by(inter.cluster_target * n_own + own, own, None, n_own)
+    rows = np.arange(len(own))  # (by target, then own cluster already)
+    tab_o = summed(inter.cluster_target * n_own + own, own, n_own, rows)
     if not (own != partner).any():
         return tab_o
     key_p = inter.cluster_target * n_partner + partner
-    order = np.argsort(key_p, kind="stable")
-    tab_p = by(key_p[order], partner[order], order, n_partner)
+    tab_p = summed(key_p, partner, n_partner, np.argsort(key_p, kind="stable"))
     return tab_o, tab_p, inter
