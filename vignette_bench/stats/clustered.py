@@ -94,7 +94,7 @@ wherever the bootstrap is the more liberal of the two (e.g. very few clusters, w
 have few distinct samples), and it costs one bootstrap per small-p target only. A sample's
 cluster sums are linear in the weights, so each variance term is a quadratic form in them: t* is computed
 from a (G, G, K, K) array summed once per target where that is cheaper than a pass over the target's
-(own, partner) cells per draw (`_WildDesign`; two-way 10M-answer log-odds 106 -> ~11 s CPU, BENCHMARKS.md). The WCR bootstrap
+(own, partner) cells per draw (`_WildDesign`; two-way 10M-answer log-odds 106 -> 32 s CPU, BENCHMARKS.md). The WCR bootstrap
 is the method MacKinnon, Nielsen and Webb (2023, "Cluster-robust inference: a guide to empirical
 practice") recommend for few or unbalanced clusters; with two-way clustering the weights are drawn
 on the own-render dimension, which has fewer clusters (MacKinnon, Nielsen and Webb 2021). The
