@@ -137,10 +137,18 @@ def peak_rss_mb() -> float:
 def child(name: str, path: str, via: str = "evaluate") -> None:
     """Run one metric on a parquet file in this fresh process; print seconds and peak RSS as JSON."""
     metric = load(name) if via == "evaluate" else load_measure(name)
+    if os.environ.get("VIGNETTE_BENCH_PLAIN_HEAP"):  # --heap-compare: glibc's default handling of freed blocks
+        import contextlib
+
+        from vignette_bench.stats import measure
+
+        measure.reuse_freed_memory = contextlib.nullcontext  # type: ignore[assignment]
     rss0 = peak_rss_mb()
+    faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t0, c0 = time.perf_counter(), time.process_time()
     result = metric.compute(data=path)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0
     peak = peak_rss_mb()
     s = result["summary"]
     print(
@@ -150,6 +158,7 @@ def child(name: str, path: str, via: str = "evaluate") -> None:
                 "via": via,
                 "seconds": seconds,
                 "cpu_seconds": cpu,
+                "minor_faults": faults,
                 "peak_rss_mb": peak,
                 "rss_after_imports_mb": rss0,
                 "n_rows": s["n_rows"],
@@ -160,11 +169,14 @@ def child(name: str, path: str, via: str = "evaluate") -> None:
     )
 
 
-def run_child(name: str, path: str, via: str, tree: Path = ROOT) -> dict:
+def run_child(name: str, path: str, via: str, tree: Path = ROOT, plain_heap: bool = False) -> dict:
     """One measurement in a fresh process, by this tree's code or another's (`--base`: its own copy of this
-    script, run with the tree as working directory and first on the path)."""
+    script, run with the tree as working directory and first on the path); `plain_heap`: without
+    `reuse_freed_memory` (`--heap-compare`)."""
     script = tree / "benchmarks" / "metrics_bench.py"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(tree)}
+    if plain_heap:
+        env["VIGNETTE_BENCH_PLAIN_HEAP"] = "1"
     cmd = [sys.executable, str(script), "--child", name, path, "--via", via]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tree)
     if out.returncode:
@@ -318,6 +330,12 @@ def main() -> None:
         type=Path,
         help="an older tree (e.g. from git archive) measured back to back with this one, on the same file",
     )
+    ap.add_argument(
+        "--heap-compare",
+        action="store_true",
+        help="also run this tree without stats.heap.reuse_freed_memory (glibc's default: freed large arrays "
+        "unmapped, new ones faulted in afresh), back to back",
+    )
     args = ap.parse_args()
     if args.child:
         # a child runs one of the two (benchmarks/metrics_ab.py calls it without --via: the evaluate module)
@@ -334,13 +352,16 @@ def main() -> None:
             flush=True,
         )
         vias = ("measure", "evaluate") if args.via == "both" else (args.via,)
-        trees = [("base", args.base.resolve()), ("now", ROOT)] if args.base else [("", ROOT)]
+        trees = [("base", args.base.resolve(), False)] if args.base else []
+        trees += [("plain", ROOT, True)] if args.heap_compare else []
+        trees += [("now" if trees else "", ROOT, False)]
         for name, via in ((n, v) for n in args.metrics for v in vias):
-            for label, tree in trees:
-                r = run_child(name, path, via, tree)
+            for label, tree, plain in trees:
+                r = run_child(name, path, via, tree, plain)
+                faults = f"  faults {r['minor_faults']:>9,}" if "minor_faults" in r else ""
                 print(
-                    f"{name:20s} {via:8s} {label:4s} {r['n_rows']:>11,} answers  wall {r['seconds']:6.2f} s  cpu "
-                    f"{r['cpu_seconds']:6.2f} s  peak RSS {r['peak_rss_mb']:6.0f} MB (after imports "
+                    f"{name:20s} {via:8s} {label:5s} {r['n_rows']:>11,} answers  wall {r['seconds']:6.2f} s  cpu "
+                    f"{r['cpu_seconds']:6.2f} s{faults}  peak RSS {r['peak_rss_mb']:6.0f} MB (after imports "
                     f"{r['rss_after_imports_mb']:.0f} MB)  [clusters: {r['cluster_unit']}; {r['ci_method']}]",
                     flush=True,
                 )

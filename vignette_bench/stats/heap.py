@@ -2,8 +2,9 @@
 
 Why: at 10M answers a metric allocates and frees dozens of arrays of ~100 MB (one value per cell). glibc
 serves each block above its mmap threshold (at most 32 MB) with a fresh mmap and unmaps it on free, so
-every such array is faulted in and zeroed by the kernel page by page. On the benchmark machine that was
-~430,000 page faults, a third of log_odds' CPU time (BENCHMARKS.md, issue 25). Inside
+every such array is faulted in and zeroed by the kernel page by page. At 10M answers on the benchmark
+machine: log_odds 390k minor page faults without this block, 47k with it, 10.9 -> 9.8 s CPU (every module
+fewer faults by 3-10x; `benchmarks/metrics_bench.py --heap-compare`, BENCHMARKS.md). Inside
 `reuse_freed_memory()` glibc takes blocks up to 1 GB from its heap and does not trim the heap, so a freed
 array's pages serve the next one; on leaving, the thresholds return to glibc's steady state for a
 long-running process (mmap above 32 MB, trim above 64 MB) and `malloc_trim` gives the free pages back, so

@@ -64,17 +64,12 @@ def _mark_untested(out: pd.DataFrame, hit: np.ndarray, flag: str) -> pd.DataFram
     return out
 
 
-def _mark_constant(out: pd.DataFrame, constant: np.ndarray) -> pd.DataFrame:
-    """Flag FLAG_CONSTANT on the tested targets marked in `constant` (out's row order)."""
-    return _mark_untested(out, constant, FLAG_CONSTANT)
-
-
 def _flag_constant(out: pd.DataFrame, frame: pd.DataFrame, coef: Mapping[Hashable, float]) -> pd.DataFrame:
     used = frame[frame["component"].isin(list(coef))]
     sums = used.groupby(["target", "component"])[["y", "n"]].sum()
     constant = (sums["y"] <= 1e-12) | (sums["y"] >= sums["n"] - 1e-12)
     bad = constant[constant].index.get_level_values("target").unique()
-    return _mark_constant(out, out.index.isin(bad))
+    return _mark_untested(out, out.index.isin(bad), FLAG_CONSTANT)
 
 
 def _part_codes(cells: pd.DataFrame, weights: Mapping[Hashable, float]) -> tuple[np.ndarray, list[float]]:
@@ -439,6 +434,8 @@ def split_contrasts(
     target_sorted = cell_target[by_target]
     cell_bounds = np.asarray(np.searchsorted(target_sorted, np.r_[0, chunk_ends]))  # cells of no target: before 0
     del target_sorted
+    # the tables' clusters: one-way the (owner, cluster) rows' clusters; two-way their (own, partner) pairs
+    clusters = pd.Index(pairs) if crossed else pd.RangeIndex(n_cs // S)
     out = []
     for c, (lo, hi) in enumerate(zip(np.r_[0, chunk_ends[:-1]].tolist(), chunk_ends.tolist())):
         t = np.arange(lo, hi)
@@ -469,8 +466,6 @@ def split_contrasts(
             else:  # pooled over every side, unknown included
                 sums = [np.column_stack([np.einsum("ck->c", p) for p in part]) for part in parts]
                 a = np.array([1.0, -1.0])
-            # one-way the rows' clusters; two-way their (own, partner) pairs, the intersection table
-            clusters = pd.Index(pairs) if crossed else pd.RangeIndex(n_cs // S)
             row_tgt = (np.cumsum(pick) - 1)[row_target[rows]]
             tab = _Table.from_sums(a, sums[0], sums[1], row_tgt, oc_cluster[row_oc[rows]], pd.Index(t[pick]), clusters)
             tables = _crossed_tables(tab, own_of, partner_of) if crossed else tab
@@ -478,7 +473,7 @@ def split_contrasts(
             res = cluster_contrasts(tables, coef, 0.0, alpha, icc=icc, partner_icc=partner_icc).set_index("target")
             if "n_partner_clusters" not in res.columns:
                 res["n_partner_clusters"] = np.nan
-            res = _mark_constant(res, _constant(tab.per_target(tab.y), tab.per_target(tab.n)))
+            res = _mark_untested(res, _constant(tab.per_target(tab.y), tab.per_target(tab.n)), FLAG_CONSTANT)
             if mode == CONFOUNDED:
                 res = _mark_untested(res, np.ones(len(res), bool), FLAG_POSITION_CONFOUNDED)
             out.append(res.assign(side_balanced=mode == BALANCED, sides=SIDES_TEXT[mode]))
