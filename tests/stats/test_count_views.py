@@ -66,6 +66,42 @@ def test_each_view_sums_the_all_keys_cells_over_its_keys():
     pd.testing.assert_frame_equal(got, want)
 
 
+class _CountingStore(CountStore):
+    MIN_COMPACT = 100
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.merges = dict.fromkeys(self.views, 0)
+
+    def _compact(self, view) -> None:
+        self.merges[view] += len(self.chunks[view]) > 1
+        super()._compact(view)
+
+
+def test_merges_back_off_while_they_do_not_shrink_and_sums_stay_exact():
+    """Answers in image order bring new cells with every batch, so merging them shrinks nothing: the store waits
+    twice as long after each such merge. Repeated cells keep merging at the usual pace. Either way the cells
+    equal one store's that merged once."""
+    rng = np.random.default_rng(5)
+    names = [f"id{i}" for i in range(6)]
+    fresh = []
+    for b in range(24):  # each batch its own pair images
+        batch = random_batch(rng, 60, names)
+        fresh.append(batch.set_column(3, "group", pa.array([f"img{b}_{g[3:]}" for g in batch["group"].to_pylist()])))
+    repeated = [random_batch(rng, 60, names[:2]) for _ in range(24)]  # two identities, 40 images: cells recur
+    for stream, fresh_cells in ((fresh, True), (repeated, False)):
+        store, once = _CountingStore(KEYS, COLUMNS, VIEWS), CountStore(KEYS, COLUMNS, VIEWS)
+        for batch in stream:
+            store.add_table(batch)
+            once.add_table(batch)
+        merges = store.merges[VIEWS[1]]  # (identity, cluster, ...): new cells with each fresh batch
+        assert (1 <= merges <= 3) if fresh_cells else merges >= 8
+        for view in VIEWS:
+            pd.testing.assert_frame_equal(
+                by_names(store, store.cells(view), view), by_names(once, once.cells(view), view)
+            )
+
+
 def test_view_keys_must_be_store_keys():
     with pytest.raises(ValueError, match="not among"):
         CountStore(("identity", "context"), COLUMNS, (("identity", "cluster"),))

@@ -35,10 +35,12 @@ def _expanded(cells: pd.DataFrame, target_owner: np.ndarray, target_key: np.ndar
 
 
 # key_step: sparse key codes, too many (owner, key) codes for a lookup table: targets are found by sorted search
+# no_sides: every side unknown, so every target pooled (answers imported without sides): summed over sides at once
+@pytest.mark.parametrize("no_sides", [False, True])
 @pytest.mark.parametrize("key_step", [1, 10_000_000])
 @pytest.mark.parametrize("crossed", [False, True])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_split_contrasts_equal_the_expanded_cells(seed: int, crossed: bool, key_step: int) -> None:
+def test_split_contrasts_equal_the_expanded_cells(seed: int, crossed: bool, key_step: int, no_sides: bool) -> None:
     rng = np.random.default_rng(seed)
     rows = []
     n_key, n_cluster = 6, 25
@@ -49,6 +51,8 @@ def test_split_contrasts_equal_the_expanded_cells(seed: int, crossed: bool, key_
                     n = int(rng.integers(0, 5))
                     rows.append((o, k * key_step, f"img{c}", s, int(rng.integers(0, n + 1)) if n else 0, n))
     cells = pd.DataFrame(rows, columns=["owner", "key", "cluster", "side", "y", "n"])
+    if no_sides:
+        cells["side"] = 2
     if crossed:  # two-way: each cell's partner cluster (a cell is per (owner, key, cluster, partner, side))
         cells = cells.assign(partner_cluster=[f"p{v}" for v in rng.integers(0, 4, len(cells))])
     targets = cells[["owner", "key"]].drop_duplicates().sample(frac=1, random_state=seed)

@@ -455,38 +455,40 @@ def _working_scale(tab: _Table, w: np.ndarray, h: np.ndarray, N: np.ndarray, rho
         return np.where(expected > 1e-12 * np.maximum(wSw, 1e-300), wSw / expected, 1.0)
 
 
-def _bm_df(tab: _Table, k: np.ndarray, h: np.ndarray, N: np.ndarray, rho: float) -> np.ndarray:
-    """Satterthwaite df of sum_c (k_c' e_c)^2 under the working model, per target.
+def _bm_df(tab: _Table, k: np.ndarray, h: np.ndarray, Nt: np.ndarray, rho: float) -> np.ndarray:
+    """Satterthwaite df of sum_c (k_c' e_c)^2 under the working model, per target (Nt: the targets' N_g, (T, K)).
 
     Working model Omega: offers with equal variance, correlation rho between two offers of one
     cluster. The variance is u' G G' u with u the offer errors and g_c = (I - H) Q_c, Q_c equal
     to k_gc on the offers of (g, c); df = tr(M)^2 / tr(M^2) with M = G' Omega G (Bell-McCaffrey).
     For indicator regressors (M)_cd = (1-rho) sum_g N_g k_gc k_gd (h_gc [c=d] - h_gc h_gd)
     + rho (S'S)_cd with S_ec = sum_g n_ge k_gc ([e=c] - h_gc), i.e. M = diag(D) + U C U' with
-    U = [W | Z | sN] (clusters x 3K), so only 3K x 3K sums per target are needed.
+    U = [W | Z | sN] (clusters x 3K). W = sqrt(N) Z, so U = V E' with V = [Z | sN] (clusters x 2K) and the
+    traces need only the 2K x 2K sums V'V and V'DV per target, with C2 = E' C E in place of C:
+    C2 = [[rho NtN - (1 - rho) diag(N), -rho I], [-rho I, 0]].
     """
     K = tab.K
     n = tab.n
-    W = np.sqrt(N) * k * h  # N: the target's N_g on each cluster row
-    Z = k * h
     s = _row_dot(n, k)
-    sN = s[:, None] * n
     D = (1.0 - rho) * _row_dot(k * k, n) + rho * s * s
-    U = np.concatenate([W, Z, sN], axis=1)
-    P = tab.gram(U, U)  # (T, 3K, 3K)
-    Q = tab.gram(D[:, None] * U, U)
-    NtN = tab.count_gram()  # (T, K, K)
-    Cm = np.zeros((tab.T, 3 * K, 3 * K))
-    eye = np.eye(K)
-    Cm[:, :K, :K] = -(1.0 - rho) * eye
-    Cm[:, K : 2 * K, K : 2 * K] = rho * NtN
-    Cm[:, K : 2 * K, 2 * K :] = -rho * eye
-    Cm[:, 2 * K :, K : 2 * K] = -rho * eye
+    # R = [V | D V]: both sums in one product per target (V'R = [V'V | V'DV])
+    R = np.empty((len(n), 4 * K))
+    np.multiply(k, h, out=R[:, :K])
+    np.multiply(n, s[:, None], out=R[:, K : 2 * K])
+    np.multiply(R[:, : 2 * K], D[:, None], out=R[:, 2 * K :])
+    both = tab.gram(R[:, : 2 * K], R)  # (T, 2K, 4K)
+    G, GD = both[:, :, : 2 * K], both[:, :, 2 * K :]
+    C2 = np.zeros((tab.T, 2 * K, 2 * K))
+    idx = np.arange(K)
+    C2[:, :K, :K] = rho * tab.count_gram()
+    C2[:, idx, idx] -= (1.0 - rho) * Nt
+    C2[:, idx, K + idx] = -rho
+    C2[:, K + idx, idx] = -rho
     sumD = np.bincount(tab.cluster_target, weights=D, minlength=tab.T)
     sumD2 = np.bincount(tab.cluster_target, weights=D * D, minlength=tab.T)
-    CP = Cm @ P
-    tr1 = sumD + np.einsum("tii->t", CP)
-    tr2 = sumD2 + 2.0 * np.einsum("tij,tji->t", Cm, Q) + np.einsum("tij,tji->t", CP, CP)
+    CG = C2 @ G
+    tr1 = sumD + np.einsum("tii->t", CG)
+    tr2 = sumD2 + 2.0 * np.einsum("tij,tji->t", C2, GD) + np.einsum("tij,tji->t", CG, CG)
     with np.errstate(divide="ignore", invalid="ignore"):
         return tr1 * tr1 / tr2
 
@@ -539,7 +541,8 @@ def _scaled_residuals(
         if not need_df:
             return k, e, np.full(tab.T, np.nan), G
         # a df below 1 would only arise when one cluster carries nearly all the weight
-        df = np.clip(_bm_df(tab, k, h, N, rho), 1.0, np.maximum(G - 1.0, 1.0))
+        Nt = Ntg if usable.all() else np.where(usable[:, None], Ntg, 1.0)
+        df = np.clip(_bm_df(tab, k, h, Nt, rho), 1.0, np.maximum(G - 1.0, 1.0))
         # A degenerate working model (icc estimated at 1 with tied clusters) leaves 0/0: use G - 1.
         df = np.where(np.isfinite(df), df, np.maximum(G - 1.0, 1.0))
     else:

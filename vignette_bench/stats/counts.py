@@ -252,6 +252,8 @@ class CountStore:
     give the same columns.
     """
 
+    MIN_COMPACT = 4_000_000  # cells held before the first merge of a view's chunks
+
     def __init__(
         self,
         keys: tuple[str, ...],
@@ -286,6 +288,7 @@ class CountStore:
         }
         self.pending = dict.fromkeys(self.views, 0)
         self.compacted = dict.fromkeys(self.views, 0)
+        self.wait = dict.fromkeys(self.views, 1.5)  # compact once pending passes compacted x wait (`_finish`)
         self.rows = 0
         self.invalid_rows = 0
         self.left = 0
@@ -658,8 +661,8 @@ class CountStore:
             chunks.append((keys, [sums[VALUE_NAMES.index(v)] for v in self.view_values[view]], coded))
             self.pending[view] += len(keys[0])
             # merging sorted chunks is cheap, so compact often: once the batches' new cells pass half the
-            # compacted ones (`pending` counts both)
-            if self.pending[view] > max(self.compacted[view] * 3 // 2, 4_000_000):
+            # compacted ones (`pending` counts both), or later after merges that did not shrink (`_compact`)
+            if self.pending[view] > max(self.compacted[view] * self.wait[view], self.MIN_COMPACT):
                 self._compact(view)
 
     def _key_dims(self) -> dict[str, int]:
@@ -694,6 +697,9 @@ class CountStore:
             values = self._merge([c[1] for c in chunks])
             chunks.clear()
             out_keys, sums = aggregate(merged_keys, key_dims, values)
+            # A merge that barely shrinks (answers in image order: each batch brings new cells) is not worth
+            # repeating soon: wait twice as long before the next, so such a stream merges a few times in all.
+            self.wait[view] = 1.5 if len(out_keys[0]) < 0.9 * self.pending[view] else self.wait[view] * 2
             chunks.append((out_keys, sums, dims if size < 2**62 else None))
         self.compacted[view] = len(chunks[0][0][0]) if chunks else 0
         self.pending[view] = self.compacted[view]

@@ -23,6 +23,7 @@ from vignette_bench.stats import distributions
 from vignette_bench.stats.clustered import (
     OUTPUT_COLUMNS,
     _icc_from_table,
+    _row_sums,
     _sorted_int_codes,
     _Table,
     cluster_contrasts,
@@ -386,6 +387,7 @@ def split_contrasts(
     tot_n, tot_y = np.zeros((len(oc_starts), S)), np.zeros((len(oc_starts), S))
     tot_n[oc_of_ocs, ocs_keys % S] = np.add.reduceat(n[order], ocs_starts)
     tot_y[oc_of_ocs, ocs_keys % S] = np.add.reduceat(y[order], ocs_starts)
+    tot_n_pooled, tot_y_pooled = _row_sums(tot_n), _row_sums(tot_y)
     tot_seen = np.zeros((len(oc_starts), S), dtype=bool)
     tot_seen[oc_of_ocs, ocs_keys % S] = True
     n_owner = int(max(owner.max(), target_owner.max())) + 1
@@ -446,10 +448,22 @@ def split_contrasts(
         row_oc = np.repeat(first_oc[target_owner[t]] - row_start, count) + np.arange(int(count.sum()))
         cells_c = by_target[cell_bounds[c] : cell_bounds[c + 1]]
         local = np.searchsorted(t, cell_target[cells_c])  # every cell's target is in t (its owner has cells)
-        at = (row_start[local] + cell_oc[cells_c] - first_oc[owner[cells_c]]) * S + side[cells_c]
-        own_n = np.bincount(at, weights=n[cells_c], minlength=len(row_oc) * S).reshape(-1, S)
-        own_y = np.bincount(at, weights=y[cells_c], minlength=len(row_oc) * S).reshape(-1, S)
-        other_n, other_y = tot_n[row_oc] - own_n, tot_y[row_oc] - own_y
+        at = row_start[local] + cell_oc[cells_c] - first_oc[owner[cells_c]]
+        # a chunk of pooled targets only (no sides known, e.g. imported answers) is summed over sides at once:
+        # one column per row instead of S to build and then add up
+        pooled_only = bool((modes[t] == POOLED).all())
+        width = 1 if pooled_only else S
+        if not pooled_only:
+            at = at * S + side[cells_c]
+        own_n = np.bincount(at, weights=n[cells_c], minlength=len(row_oc) * width).reshape(-1, width)
+        own_y = np.bincount(at, weights=y[cells_c], minlength=len(row_oc) * width).reshape(-1, width)
+        del at
+        if pooled_only:
+            chunk_n, chunk_y = tot_n_pooled[row_oc, None], tot_y_pooled[row_oc, None]
+        else:
+            chunk_n, chunk_y = tot_n[row_oc], tot_y[row_oc]
+        other_n, other_y = chunk_n - own_n, chunk_y - own_y
+        del chunk_n, chunk_y
         for mode in (BALANCED, LEFT_ONLY, RIGHT_ONLY, POOLED, CONFOUNDED):
             pick = modes[t] == mode
             if not pick.any():
@@ -463,8 +477,11 @@ def split_contrasts(
                 s = SIDE_LEFT if mode == LEFT_ONLY else SIDE_RIGHT
                 sums = [np.column_stack([p[:, s] for p in part]) for part in parts]
                 a = np.array([1.0, -1.0])
+            elif pooled_only:  # already summed over sides
+                sums = [np.concatenate(part, axis=1) for part in parts]
+                a = np.array([1.0, -1.0])
             else:  # pooled over every side, unknown included
-                sums = [np.column_stack([np.einsum("ck->c", p) for p in part]) for part in parts]
+                sums = [np.column_stack([_row_sums(p) for p in part]) for part in parts]
                 a = np.array([1.0, -1.0])
             row_tgt = (np.cumsum(pick) - 1)[row_target[rows]]
             tab = _Table.from_sums(a, sums[0], sums[1], row_tgt, oc_cluster[row_oc[rows]], pd.Index(t[pick]), clusters)
