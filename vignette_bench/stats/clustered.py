@@ -321,6 +321,12 @@ class _Table:
             out[targets] = np.add.reduceat(flat, starts, axis=0)
         return out.reshape((self.T,) + values.shape[1:])
 
+    def totals(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per target the (targets, K) sums of n and of y; kept (the test and the callers' flags use them)."""
+        if not hasattr(self, "_totals"):
+            self._totals = (self.per_target(self.n), self.per_target(self.y))
+        return self._totals
+
     def gram(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
         """Per target, the sum over its rows of outer(left_c, right_c): (targets, p, q).
 
@@ -767,8 +773,7 @@ def cluster_contrasts(
             tab_p = _Table(cells.assign(cluster=partner), coefficients)
             tab_i = _Table(cells.assign(cluster=own * (int(partner.max()) + 1) + partner), coefficients)
     a = tab.a
-    Ntg = tab.per_target(tab.n)  # (T, K)
-    Ytg = tab.per_target(tab.y)
+    Ntg, Ytg = tab.totals()  # (T, K)
     clusters_g = tab.per_target((tab.n > 0).astype(float))  # clusters that hold each component
     G = np.bincount(tab.cluster_target, minlength=tab.T).astype(float)
     missing = (Ntg <= 0).any(axis=1)
@@ -781,10 +786,9 @@ def cluster_contrasts(
         R = Ytg / Ntg
         estimate = (R * a).sum(axis=1)
     k_o, e_o, df, _ = _scaled_residuals(tab, method, icc, usable, R, Ntg)
-    u = k_o * e_o
-    terms = [(tab, k_o / a, 1.0)]  # (table, design scale per component, sign) of each variance term
+    scaled = [(tab, k_o, 1.0)]  # (table, scale k, sign) of each variance term (the bootstrap's design)
     if not crossed:
-        psi = _row_sums(u)
+        psi = _row_dot(k_o, e_o)
         var = np.bincount(tab.cluster_target, weights=psi * psi, minlength=tab.T)
     else:
         # Cameron-Gelbach-Miller: V_own + V_partner - V_intersection for the K component rates, each
@@ -795,8 +799,8 @@ def cluster_contrasts(
         icc_p, icc_i = (None, None) if partner_icc is None else partner_icc
         k_p, e_p, df_p, G_p = _scaled_residuals(tab_p, method, icc_p, usable, R, Ntg)
         k_i, e_i, _, _ = _scaled_residuals(tab_i, method, icc_i, usable, R, Ntg, need_df=False)
-        u_p, u_i = k_p * e_p, k_i * e_i
-        terms += [(tab_p, k_p / a, 1.0), (tab_i, k_i / a, -1.0)]
+        u, u_p, u_i = k_o * e_o, k_p * e_p, k_i * e_i
+        scaled += [(tab_p, k_p, 1.0), (tab_i, k_i, -1.0)]
         V = tab.gram(u / a, u / a) + tab_p.gram(u_p / a, u_p / a) - tab_i.gram(u_i / a, u_i / a)
         var = np.einsum("i,tij,j->t", a, _psd_clip(V), a)
         df = np.clip(np.minimum(df, df_p), 1.0, np.maximum(np.minimum(G, G_p) - 1.0, 1.0))
@@ -817,6 +821,7 @@ def cluster_contrasts(
         # pass the wild cluster bootstrap (`_wild_bootstrap_p`). Only a p below SCREEN can matter.
         few = tested & (p < SCREEN) & (clusters_g.min(axis=1) < FEW_CLUSTERS)
         if few.any():
+            terms = [(t_, k_ / a, sign) for t_, k_, sign in scaled]  # design scale per component
             for t in np.flatnonzero(few):
                 design = _WildDesign(terms, int(t), a, R[t], Ntg[t], float(null))
                 # draws seeded by the target's own counts: its p does not depend on the other targets of the call

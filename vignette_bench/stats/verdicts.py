@@ -267,9 +267,9 @@ def _segments(sorted_code: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.r_[True, sorted_code[1:] != sorted_code[:-1]]) if len(sorted_code) else np.zeros(0, int)
 
 
-def _run_index(starts: np.ndarray, length: int) -> np.ndarray:
+def _run_index(starts: np.ndarray, length: int, dtype: type = np.int64) -> np.ndarray:
     """Each element's run, given the runs' starts."""
-    return np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, length]))
+    return np.repeat(np.arange(len(starts), dtype=dtype), np.diff(np.r_[starts, length]))
 
 
 def _cluster_codes(values: pd.Series) -> np.ndarray:
@@ -288,32 +288,28 @@ def _joint_cluster_codes(own: pd.Series, partner: pd.Series) -> tuple[np.ndarray
     return both[: len(own)], both[len(own) :]
 
 
-def _icc_of_owners(
-    owner: np.ndarray, cluster: np.ndarray, y: np.ndarray, n: np.ndarray, order: np.ndarray | None = None
-) -> float:
-    """`estimate_icc` of the owners' pooled rates: one component, rows (owner, cluster), summed from codes
-    (`order`, when given: an order of the cells sorting them by owner, then cluster)."""
+def _icc_of_owners(owner: np.ndarray, cluster: np.ndarray, y: np.ndarray, n: np.ndarray) -> float:
+    """`estimate_icc` of the owners' pooled rates: one component, rows (owner, cluster), summed from codes."""
     stride = int(cluster.max()) + 1
-    code = owner * stride + cluster
-    if order is not None:
-        code = code[order]
-        starts = _segments(code)
-        rows = code[starts]
-        n_rows, y_rows = np.add.reduceat(n[order], starts), np.add.reduceat(y[order], starts)
-    else:
-        row, rows = _sorted_int_codes(code)
-        n_rows = np.bincount(row, weights=n, minlength=len(rows))
-        y_rows = np.bincount(row, weights=y, minlength=len(rows))
-    row_owner = rows // stride  # sorted
+    row, rows = _sorted_int_codes(owner * stride + cluster)
+    n_rows = np.bincount(row, weights=n, minlength=len(rows))
+    y_rows = np.bincount(row, weights=y, minlength=len(rows))
+    return _icc_of_rows(rows // stride, rows % stride, n_rows, y_rows, stride)
+
+
+def _icc_of_rows(
+    row_owner: np.ndarray, row_cluster: np.ndarray, n_rows: np.ndarray, y_rows: np.ndarray, n_clusters: int
+) -> float:
+    """`_icc_of_owners` from its rows' sums, one row per (owner, cluster), sorted by owner."""
     owner_starts = _segments(row_owner)
     tab = _Table.from_sums(
         np.ones(1),
         n_rows[:, None],
         y_rows[:, None],
-        _run_index(owner_starts, len(rows)),
-        rows % stride,
+        _run_index(owner_starts, len(row_owner)),
+        row_cluster,
         pd.Index(row_owner[owner_starts]),
-        pd.RangeIndex(stride),
+        pd.RangeIndex(n_clusters),
     )
     return _icc_from_table(tab)
 
@@ -368,16 +364,7 @@ def split_contrasts(
     ocs += cluster * S
     ocs += side
     order, ocs_sorted = _grouped_order(ocs, owner)
-    del ocs  # (at 10M answers each whole-cell array is ~100 MB: the ones not needed below go early)
-    # The working iccs are estimated once, from the owners' pooled rates, so no test depends on which targets
-    # share its chunk (tests/stats/test_split_contrasts.py checks one chunk against many).
-    # (`order` sorts the cells by owner and cluster; the intersection codes sort like their own clusters, so it
-    # sorts by own cluster too. The partner clusters are summed by their codes.)
-    icc = _icc_of_owners(owner, own_cluster, y, n, order)
-    partner_icc = None
-    if crossed:
-        partner_icc = (_icc_of_owners(owner, partner_cluster, y, n), _icc_of_owners(owner, cluster, y, n, order))
-    del own_cluster
+    del ocs, own_cluster  # (at 10M answers each whole-cell array is ~100 MB: the ones not needed below go early)
     ocs_starts = _segments(ocs_sorted)
     ocs_keys = ocs_sorted[ocs_starts]
     del ocs_sorted
@@ -388,6 +375,27 @@ def split_contrasts(
     tot_n[oc_of_ocs, ocs_keys % S] = np.add.reduceat(n[order], ocs_starts)
     tot_y[oc_of_ocs, ocs_keys % S] = np.add.reduceat(y[order], ocs_starts)
     tot_n_pooled, tot_y_pooled = _row_sums(tot_n), _row_sums(tot_y)
+    # The working iccs are estimated once, from the owners' pooled rates, so no test depends on which targets
+    # share its chunk (tests/stats/test_split_contrasts.py checks one chunk against many); summed from the
+    # (owner, cluster) rows, not the cells. Two-way those rows are (owner, intersection), whose codes sort like
+    # their own clusters: the own clusters' rows are runs of them, the partner clusters' are summed by code.
+    if crossed:
+        own = own_of[oc_cluster]
+        runs = _segments(oc_owner * (int(own_of.max()) + 1) + own)
+        icc = _icc_of_rows(
+            oc_owner[runs],
+            own[runs],
+            np.add.reduceat(tot_n_pooled, runs),
+            np.add.reduceat(tot_y_pooled, runs),
+            int(own_of.max()) + 1,
+        )
+        partner_icc: tuple[float, float] | None = (
+            _icc_of_owners(oc_owner, partner_of[oc_cluster], tot_y_pooled, tot_n_pooled),
+            _icc_of_rows(oc_owner, oc_cluster, tot_n_pooled, tot_y_pooled, len(pairs)),
+        )
+    else:
+        icc = _icc_of_rows(oc_owner, oc_cluster, tot_n_pooled, tot_y_pooled, n_cs // S)
+        partner_icc = None
     tot_seen = np.zeros((len(oc_starts), S), dtype=bool)
     tot_seen[oc_of_ocs, ocs_keys % S] = True
     n_owner = int(max(owner.max(), target_owner.max())) + 1
@@ -395,7 +403,7 @@ def split_contrasts(
     # Per-cell indices live through the chunk loop: int32 where they fit (at 10M answers 50 MB each, not 100)
     index_type = np.int32 if max(len(cells), len(target_owner)) < 2**31 - 1 else np.int64
     cell_oc = np.empty(len(owner), dtype=index_type)
-    cell_oc[order] = oc_of_ocs[_run_index(ocs_starts, len(order))]
+    cell_oc[order] = oc_of_ocs.astype(index_type)[_run_index(ocs_starts, len(order), index_type)]
     del order
     # the target (if any) each cell's own key makes it part of
     n_keys = int(max(key.max(initial=-1), target_key.max(initial=-1))) + 1
@@ -490,7 +498,8 @@ def split_contrasts(
             res = cluster_contrasts(tables, coef, 0.0, alpha, icc=icc, partner_icc=partner_icc).set_index("target")
             if "n_partner_clusters" not in res.columns:
                 res["n_partner_clusters"] = np.nan
-            res = _mark_untested(res, _constant(tab.per_target(tab.y), tab.per_target(tab.n)), FLAG_CONSTANT)
+            Ntg, Ytg = tab.totals()
+            res = _mark_untested(res, _constant(Ytg, Ntg), FLAG_CONSTANT)
             if mode == CONFOUNDED:
                 res = _mark_untested(res, np.ones(len(res), bool), FLAG_POSITION_CONFOUNDED)
             out.append(res.assign(side_balanced=mode == BALANCED, sides=SIDES_TEXT[mode]))
