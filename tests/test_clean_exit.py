@@ -38,3 +38,24 @@ def test_cli_exit_codes_survive_interpreter_shutdown(tmp_path):
         )
         assert out.returncode == 2, out.stderr  # the render is missing: our error, our exit code
         assert "terminate called" not in out.stderr
+
+
+def test_a_reader_that_stops_early_gets_no_traceback():
+    """`vignette --help | head -1`: the pipe closes before the help is written; the CLI exits as a command killed
+    by SIGPIPE does (141), with nothing on stderr."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first write
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "vignette_bench", "--help"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert out.returncode == 141 and out.stderr == "", out.stderr

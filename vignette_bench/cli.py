@@ -217,6 +217,19 @@ def _usage(words: list[str], table: Mapping[str, Command | Group], help_text: st
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit (where it would print a traceback)
+        return code
+    except BrokenPipeError:
+        # the reader went away (`vignette --help | head -1`): nothing is lost that it wanted; exit as a shell
+        # command killed by SIGPIPE does, without the traceback Python prints when flushing stdout at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + 13
+
+
+def _main(argv: list[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     words = ["vignette"]
     table: Mapping[str, Command | Group] = COMMANDS
