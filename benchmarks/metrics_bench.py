@@ -336,6 +336,13 @@ def main() -> None:
         help="also run this tree without stats.heap.reuse_freed_memory (glibc's default: freed large arrays "
         "unmapped, new ones faulted in afresh), back to back",
     )
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run each measurement this many times, the trees interleaved, and end with each one's CPU range "
+        "(the benchmark machines' first touch of fresh memory varies by seconds between identical runs)",
+    )
     args = ap.parse_args()
     if args.child:
         # a child runs one of the two (benchmarks/metrics_ab.py calls it without --via: the evaluate module)
@@ -355,14 +362,26 @@ def main() -> None:
         trees = [("base", args.base.resolve(), False)] if args.base else []
         trees += [("plain", ROOT, True)] if args.heap_compare else []
         trees += [("now" if trees else "", ROOT, False)]
+        runs: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
         for name, via in ((n, v) for n in args.metrics for v in vias):
-            for label, tree, plain in trees:
-                r = run_child(name, path, via, tree, plain)
-                faults = f"  faults {r['minor_faults']:>9,}" if "minor_faults" in r else ""
+            for _ in range(args.repeat):
+                for label, tree, plain in trees:
+                    r = run_child(name, path, via, tree, plain)
+                    runs[name, via, label].append(r)
+                    faults = f"  faults {r['minor_faults']:>9,}" if "minor_faults" in r else ""
+                    print(
+                        f"{name:20s} {via:8s} {label:5s} {r['n_rows']:>11,} answers  wall {r['seconds']:6.2f} s  cpu "
+                        f"{r['cpu_seconds']:6.2f} s{faults}  peak RSS {r['peak_rss_mb']:6.0f} MB (after imports "
+                        f"{r['rss_after_imports_mb']:.0f} MB)  [clusters: {r['cluster_unit']}; {r['ci_method']}]",
+                        flush=True,
+                    )
+        if args.repeat > 1:
+            print(f"ranges over {args.repeat} runs each:")
+            for (name, via, label), rs in runs.items():
+                cpu, peak = [r["cpu_seconds"] for r in rs], [r["peak_rss_mb"] for r in rs]
                 print(
-                    f"{name:20s} {via:8s} {label:5s} {r['n_rows']:>11,} answers  wall {r['seconds']:6.2f} s  cpu "
-                    f"{r['cpu_seconds']:6.2f} s{faults}  peak RSS {r['peak_rss_mb']:6.0f} MB (after imports "
-                    f"{r['rss_after_imports_mb']:.0f} MB)  [clusters: {r['cluster_unit']}; {r['ci_method']}]",
+                    f"{name:20s} {via:8s} {label:5s} cpu {min(cpu):6.2f} - {max(cpu):6.2f} s (median "
+                    f"{float(np.median(cpu)):.2f})  peak RSS {min(peak):6.0f} - {max(peak):6.0f} MB",
                     flush=True,
                 )
         if args.naive_rows > 0:

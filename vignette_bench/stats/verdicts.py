@@ -402,8 +402,10 @@ def split_contrasts(
     first_oc = np.searchsorted(oc_owner, np.arange(n_owner + 1))  # each owner's (owner, cluster) rows
     # Per-cell indices live through the chunk loop: int32 where they fit (at 10M answers 50 MB each, not 100)
     index_type = np.int32 if max(len(cells), len(target_owner)) < 2**31 - 1 else np.int64
-    cell_oc = np.empty(len(owner), dtype=index_type)
-    cell_oc[order] = oc_of_ocs.astype(index_type)[_run_index(ocs_starts, len(order), index_type)]
+    # each cell's (owner, cluster) row, counted from its owner's first: its row within any target of the owner
+    oc_rank = (np.arange(len(oc_starts)) - first_oc[oc_owner]).astype(index_type)
+    cell_rank = np.empty(len(owner), dtype=index_type)
+    cell_rank[order] = oc_rank[oc_of_ocs][_run_index(ocs_starts, len(order), index_type)]
     del order
     # the target (if any) each cell's own key makes it part of
     n_keys = int(max(key.max(initial=-1), target_key.max(initial=-1))) + 1
@@ -455,8 +457,9 @@ def split_contrasts(
         row_target = np.repeat(np.arange(len(t)), count)  # index into t
         row_oc = np.repeat(first_oc[target_owner[t]] - row_start, count) + np.arange(int(count.sum()))
         cells_c = by_target[cell_bounds[c] : cell_bounds[c + 1]]
-        local = np.searchsorted(t, cell_target[cells_c])  # every cell's target is in t (its owner has cells)
-        at = row_start[local] + cell_oc[cells_c] - first_oc[owner[cells_c]]
+        position = np.full(hi - lo, -1, dtype=index_type)  # every cell's target is in t (its owner has cells)
+        position[t - lo] = np.arange(len(t))
+        at = row_start[position[cell_target[cells_c] - lo]] + cell_rank[cells_c]
         # a chunk of pooled targets only (no sides known, e.g. imported answers) is summed over sides at once:
         # one column per row instead of S to build and then add up
         pooled_only = bool((modes[t] == POOLED).all())
