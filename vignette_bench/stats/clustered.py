@@ -380,12 +380,20 @@ class _Table:
 
 
 def _row_sums(x: np.ndarray) -> np.ndarray:
-    """x.sum(axis=1) of a (rows, K) array; einsum is 3-4x faster than a reduction over a short last axis."""
+    """x.sum(axis=1) of a (rows, K) array; einsum is 3-4x faster than a reduction over a short last axis, and
+    with two columns (the usual contrast of two parts) adding the columns is ~2x faster again, the same sums."""
+    if x.ndim == 2 and x.shape[1] == 2:
+        return x[:, 0] + x[:, 1]
     return np.einsum("ck->c", x)
 
 
 def _row_dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """(x * y).sum(axis=1) without the temporary product."""
+    """(x * y).sum(axis=1) without the temporary product (two columns: column products, ~2.5x faster than
+    einsum's short inner loop and the same sums)."""
+    if x.ndim == 2 and x.shape[1] == 2 and y.shape == x.shape:
+        out = x[:, 0] * y[:, 0]
+        out += x[:, 1] * y[:, 1]
+        return out
     return np.einsum("ck,ck->c", x, y)
 
 
