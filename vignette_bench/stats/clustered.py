@@ -430,11 +430,11 @@ def estimate_icc(cells: pd.DataFrame, coefficients: Mapping[Hashable, float]) ->
 
 def _icc_from_table(tab: _Table) -> float:
     N = tab.per_target(tab.n)
-    SS = tab.per_target(tab.n * tab.n)[tab.cluster_target]
+    SS = tab.per_target(tab.n * tab.n).take(tab.cluster_target, axis=0)
     Y = tab.per_target(tab.y)
     with np.errstate(divide="ignore", invalid="ignore"):
-        R = (Y / N)[tab.cluster_target]
-        h = tab.n / N[tab.cluster_target]
+        R = (Y / N).take(tab.cluster_target, axis=0)
+        h = tab.n / N.take(tab.cluster_target, axis=0)
     ok = (tab.n > 0) & (h < 1)
     n, h, SS = tab.n[ok], h[ok], SS[ok]
     e2 = (tab.y[ok] - R[ok] * n) ** 2
@@ -537,16 +537,17 @@ def _scaled_residuals(
     G = np.bincount(ct, minlength=tab.T).astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         if usable.all():  # the usual case: no masks (each is a pass over rows x K)
-            N = Ntg[ct]
+            N = Ntg.take(ct, axis=0)  # (take: ~10x faster than fancy indexing of rows of a 2-D array)
             h = tab.n / N
             w = a / N  # d estimate / d Y_gc
             w[tab.n <= 0] = 0.0
-            e = tab.y - R[ct] * tab.n
+            e = tab.y - R.take(ct, axis=0) * tab.n
         else:
-            N = np.where(usable[ct, None], Ntg[ct], 1.0)
-            h = np.where(usable[ct, None], tab.n / N, 0.0)
-            w = np.where(usable[ct, None] & (tab.n > 0), a / N, 0.0)
-            e = np.where(usable[ct, None], tab.y - R[ct] * tab.n, 0.0)
+            on = usable.take(ct)[:, None]
+            N = np.where(on, Ntg.take(ct, axis=0), 1.0)
+            h = np.where(on, tab.n / N, 0.0)
+            w = np.where(on & (tab.n > 0), a / N, 0.0)
+            e = np.where(on, tab.y - R.take(ct, axis=0) * tab.n, 0.0)
     if method == "cr2":
         rho = _icc_from_table(tab) if icc is None else float(icc)
         if not 0.0 <= rho <= 1.0:
@@ -560,7 +561,7 @@ def _scaled_residuals(
         # A degenerate working model (icc estimated at 1 with tied clusters) leaves 0/0: use G - 1.
         df = np.where(np.isfinite(df), df, np.maximum(G - 1.0, 1.0))
     else:
-        k = w * np.sqrt(G / np.maximum(G - 1.0, 1.0))[ct, None]
+        k = w * np.sqrt(G / np.maximum(G - 1.0, 1.0)).take(ct)[:, None]
         df = G - 1.0
     return k, e, df, G
 

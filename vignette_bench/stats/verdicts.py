@@ -250,11 +250,11 @@ def _grouped_order(code: np.ndarray, lead: np.ndarray) -> tuple[np.ndarray, np.n
     """
     if len(lead) and int(lead.max()) < 2**16:
         order = _radix_order(lead)
-        ordered = code[order]
+        ordered = code.take(order)
         if bool(np.all(ordered[1:] >= ordered[:-1])):
             return order, ordered
     order = np.argsort(code, kind="stable")
-    return order, code[order]
+    return order, code.take(order)
 
 
 def _radix_order(small: np.ndarray) -> np.ndarray:
@@ -372,8 +372,9 @@ def split_contrasts(
     oc_of_ocs = _run_index(oc_starts, len(ocs_keys))
     oc_owner, oc_cluster = ocs_keys[oc_starts] // n_cs, (ocs_keys[oc_starts] % n_cs) // S
     tot_n, tot_y = np.zeros((len(oc_starts), S)), np.zeros((len(oc_starts), S))
-    tot_n[oc_of_ocs, ocs_keys % S] = np.add.reduceat(n[order], ocs_starts)
-    tot_y[oc_of_ocs, ocs_keys % S] = np.add.reduceat(y[order], ocs_starts)
+    # (take, not fancy indexing, for every large gather: 3-7x faster at these sizes)
+    tot_n[oc_of_ocs, ocs_keys % S] = np.add.reduceat(n.take(order), ocs_starts)
+    tot_y[oc_of_ocs, ocs_keys % S] = np.add.reduceat(y.take(order), ocs_starts)
     tot_n_pooled, tot_y_pooled = _row_sums(tot_n), _row_sums(tot_y)
     # The working iccs are estimated once, from the owners' pooled rates, so no test depends on which targets
     # share its chunk (tests/stats/test_split_contrasts.py checks one chunk against many); summed from the
@@ -456,23 +457,23 @@ def split_contrasts(
         row_start = np.r_[0, np.cumsum(count)[:-1]]
         row_target = np.repeat(np.arange(len(t)), count)  # index into t
         row_oc = np.repeat(first_oc[target_owner[t]] - row_start, count) + np.arange(int(count.sum()))
-        cells_c = by_target[cell_bounds[c] : cell_bounds[c + 1]]
+        cells_c = by_target[cell_bounds[c] : cell_bounds[c + 1]].astype(np.int64)  # take is slow with int32
         position = np.full(hi - lo, -1, dtype=index_type)  # every cell's target is in t (its owner has cells)
         position[t - lo] = np.arange(len(t))
-        at = row_start[position[cell_target[cells_c] - lo]] + cell_rank[cells_c]
+        at = row_start[position[cell_target.take(cells_c) - lo]] + cell_rank.take(cells_c)
         # a chunk of pooled targets only (no sides known, e.g. imported answers) is summed over sides at once:
         # one column per row instead of S to build and then add up
         pooled_only = bool((modes[t] == POOLED).all())
         width = 1 if pooled_only else S
         if not pooled_only:
-            at = at * S + side[cells_c]
-        own_n = np.bincount(at, weights=n[cells_c], minlength=len(row_oc) * width).reshape(-1, width)
-        own_y = np.bincount(at, weights=y[cells_c], minlength=len(row_oc) * width).reshape(-1, width)
+            at = at * S + side.take(cells_c)
+        own_n = np.bincount(at, weights=n.take(cells_c), minlength=len(row_oc) * width).reshape(-1, width)
+        own_y = np.bincount(at, weights=y.take(cells_c), minlength=len(row_oc) * width).reshape(-1, width)
         del at
         if pooled_only:
-            chunk_n, chunk_y = tot_n_pooled[row_oc, None], tot_y_pooled[row_oc, None]
+            chunk_n, chunk_y = tot_n_pooled.take(row_oc)[:, None], tot_y_pooled.take(row_oc)[:, None]
         else:
-            chunk_n, chunk_y = tot_n[row_oc], tot_y[row_oc]
+            chunk_n, chunk_y = tot_n.take(row_oc, axis=0), tot_y.take(row_oc, axis=0)
         other_n, other_y = chunk_n - own_n, chunk_y - own_y
         del chunk_n, chunk_y
         for mode in (BALANCED, LEFT_ONLY, RIGHT_ONLY, POOLED, CONFOUNDED):
