@@ -44,6 +44,7 @@ def simulate(
     n_terms: int = 60,
     questions_per_image: int = 60,
     renders: int = 0,
+    sides: bool = False,
 ) -> pa.Table:
     """Uniform-random answers over a VIGNETTE-like design, as Arrow dictionary columns.
 
@@ -51,7 +52,9 @@ def simulate(
     `questions_per_image` questions. Context = trait term (with direction and dimension), so the
     same table feeds all four metrics; the activity is kept in the image id. With `renders` > 0 each
     person of an image is one of that many renders of their identity, given as candidate_clusters: the
-    modules then cluster by render, two-way (own x partner render).
+    modules then cluster by render, two-way (own x partner render). With `sides` each question gives its
+    candidates' screen sides (candidate_sides: the first left), as the runner records them: the tests are then
+    side-balanced (four components per target), not pooled over unknown sides (two).
     """
     rng = np.random.default_rng(seed)
     n_images = math.ceil(n_rows / questions_per_image)
@@ -80,6 +83,13 @@ def simulate(
         extra["candidate_clusters"] = pa.ListArray.from_arrays(
             pa.array(np.arange(0, 2 * n_rows + 1, 2, dtype=np.int32)),
             pa.DictionaryArray.from_arrays(pa.array(ren), names),
+        )
+    if sides:
+        extra["candidate_sides"] = pa.ListArray.from_arrays(
+            pa.array(np.arange(0, 2 * n_rows + 1, 2, dtype=np.int32)),
+            pa.DictionaryArray.from_arrays(
+                pa.array(np.tile(np.array([0, 1], dtype=np.int32), n_rows)), pa.array(["left", "right"])
+            ),
         )
     return pa.table(
         {
@@ -326,6 +336,11 @@ def main() -> None:
         help="renders per identity given as candidate_clusters (two-way clustered tests); 0: clusters are pair images",
     )
     ap.add_argument(
+        "--sides",
+        action="store_true",
+        help="give each candidate's screen side (candidate_sides), as runner output does: side-balanced tests",
+    )
+    ap.add_argument(
         "--base",
         type=Path,
         help="an older tree (e.g. from git archive) measured back to back with this one, on the same file",
@@ -353,7 +368,7 @@ def main() -> None:
         path = os.path.join(tmp, "answers.parquet")
         t0 = time.perf_counter()
         # pair_id is the cluster (group), or with --renders each candidate's render (two-way)
-        pq.write_table(simulate(args.rows, args.seed, renders=args.renders), path)
+        pq.write_table(simulate(args.rows, args.seed, renders=args.renders, sides=args.sides), path)
         print(
             f"simulated {args.rows:,} answers -> parquet in {time.perf_counter() - t0:.1f} s ({os.path.getsize(path) / 1e6:.0f} MB)",
             flush=True,
