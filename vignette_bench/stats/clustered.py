@@ -430,14 +430,17 @@ def estimate_icc(cells: pd.DataFrame, coefficients: Mapping[Hashable, float]) ->
 
 def _icc_from_table(tab: _Table) -> float:
     N = tab.per_target(tab.n)
-    SS = tab.per_target(tab.n * tab.n).take(tab.cluster_target, axis=0)
-    Y = tab.per_target(tab.y)
     with np.errstate(divide="ignore", invalid="ignore"):
-        R = (Y / N).take(tab.cluster_target, axis=0)
         h = tab.n / N.take(tab.cluster_target, axis=0)
-    ok = (tab.n > 0) & (h < 1)
-    n, h, SS = tab.n[ok], h[ok], SS[ok]
-    e2 = (tab.y[ok] - R[ok] * n) ** 2
+        R = tab.per_target(tab.y) / N  # (targets, K): gathered for the used entries only, not for every row
+    # the used (row, component) entries as flat positions, in the order a boolean mask takes them (memory: one
+    # value per used entry, where whole (rows, K) copies of the targets' sums and rates were gathered before)
+    ok = np.flatnonzero((tab.n > 0) & (h < 1))
+    per_target_entry = tab.cluster_target.take(ok // tab.K) * tab.K + ok % tab.K
+    n, h = tab.n.ravel().take(ok), h.ravel().take(ok)
+    SS = tab.per_target(tab.n * tab.n).ravel().take(per_target_entry)
+    e2 = (tab.y.ravel().take(ok) - R.ravel().take(per_target_entry) * n) ** 2
+    del per_target_entry, ok
     x1 = n * (1.0 - h) / n
     x2 = (n * n * (1.0 - 2.0 * h) + h * h * SS) / n
     if len(n) < 3 or np.ptp(n) == 0:

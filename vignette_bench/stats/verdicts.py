@@ -481,9 +481,16 @@ def split_contrasts(
             if not pick.any():
                 continue
             rows = slice(None) if pick.all() else pick[row_target]
-            parts = [own_n[rows], other_n[rows]], [own_y[rows], other_y[rows]]
+            parts: list[list[np.ndarray]] = [[own_n, other_n], [own_y, other_y]]
+            if not pick.all():  # (compress: several times faster than a boolean index of a 2-D array)
+                mask = pick[row_target]
+                parts = [[p.compress(mask, axis=0) for p in part] for part in parts]
             if mode == BALANCED:  # components own left, own right, other left, other right
-                sums = [np.concatenate([p[:, :2] for p in part], axis=1) for part in parts]
+                sums = []
+                for own, other in parts:
+                    both = np.empty((len(own), 4))
+                    both[:, :2], both[:, 2:] = own[:, :2], other[:, :2]
+                    sums.append(both)
                 a = np.array([0.5, 0.5, -0.5, -0.5])
             elif mode in (LEFT_ONLY, RIGHT_ONLY):  # own and other on the one side both were seen on
                 s = SIDE_LEFT if mode == LEFT_ONLY else SIDE_RIGHT
