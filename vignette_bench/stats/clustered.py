@@ -542,8 +542,7 @@ def _scaled_residuals(
         if usable.all():  # the usual case: no masks (each is a pass over rows x K)
             N = Ntg.take(ct, axis=0)  # (take: ~10x faster than fancy indexing of rows of a 2-D array)
             h = tab.n / N
-            w = a / N  # d estimate / d Y_gc
-            w[tab.n <= 0] = 0.0
+            w = np.where(tab.n > 0, a / N, 0.0)  # d estimate / d Y_gc (a where, not a masked write: ~2x faster)
             e = tab.y - R.take(ct, axis=0) * tab.n
         else:
             on = usable.take(ct)[:, None]
