@@ -480,10 +480,10 @@ def split_contrasts(
             pick = modes[t] == mode
             if not pick.any():
                 continue
-            rows = slice(None) if pick.all() else pick[row_target]
             parts: list[list[np.ndarray]] = [[own_n, other_n], [own_y, other_y]]
+            rows: slice | np.ndarray = slice(None)
             if not pick.all():  # (compress: several times faster than a boolean index of a 2-D array)
-                mask = pick[row_target]
+                mask = rows = pick[row_target]
                 parts = [[p.compress(mask, axis=0) for p in part] for part in parts]
             if mode == BALANCED:  # components own left, own right, other left, other right
                 sums = []
