@@ -66,7 +66,7 @@ class Measure(metaclass=abc.ABCMeta):
             for table in table_from(data, self.WANTED_COLUMNS):
                 store = self._store()
                 store.add_table(table, use_probabilities=use_probabilities)
-        # Arrow's allocator keeps the read batches' freed memory (~250 MB after 10M parquet rows); the tests
+        # Arrow's allocator keeps the read batches' freed memory (the decoded batches); the tests
         # that follow need it more
         pa.default_memory_pool().release_unused()
 

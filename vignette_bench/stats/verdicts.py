@@ -372,7 +372,7 @@ def split_contrasts(
     oc_of_ocs = _run_index(oc_starts, len(ocs_keys))
     oc_owner, oc_cluster = ocs_keys[oc_starts] // n_cs, (ocs_keys[oc_starts] % n_cs) // S
     tot_n, tot_y = np.zeros((len(oc_starts), S)), np.zeros((len(oc_starts), S))
-    # (take, not fancy indexing, for every large gather: 3-7x faster at these sizes)
+    # (take, not fancy indexing, for every large gather: 1.3-14x faster at these sizes; numpy_idioms_bench.py)
     tot_n[oc_of_ocs, ocs_keys % S] = np.add.reduceat(n.take(order), ocs_starts)
     tot_y[oc_of_ocs, ocs_keys % S] = np.add.reduceat(y.take(order), ocs_starts)
     tot_n_pooled, tot_y_pooled = _row_sums(tot_n), _row_sums(tot_y)
