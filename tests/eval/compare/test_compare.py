@@ -3,6 +3,7 @@ CLI, and the report section. Checked on runs that differ by a known amount."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from html import unescape
@@ -204,7 +205,9 @@ def test_the_page_shows_sides_untested_identities_and_the_clustering(
     write(c, tmp_path)
     html = unescape((tmp_path / "report.html").read_text())
     assert "<b>Clustering</b>: separate: each run's renders are clusters of their own (--clusters separate" in html
-    assert "side-matched: " in html and "not tested: " in html and "position_confounded: " in html
+    assert "side-matched: " in html and "not tested: " in html
+    assert re.search(r"position_confounded \d+: seen on the left in one run and on the right in the other", html)
+    assert "Side-matched deltas" in html
     assert "Identities not tested (no delta)" in html and "<th>sides</th>" in html
     shown = pd.read_csv(tmp_path / "identities.csv")
     assert shown.loc[shown["identity"] == "muslim", "delta"].isna().all()

@@ -23,6 +23,16 @@ BASIS_MARK = {
 }
 
 
+# why an identity has no delta, by its flag (`stats.verdicts` and `stats.clustered` flags)
+UNTESTED_WHY = {
+    "position_confounded": ": seen on the left in one run and on the right in the other, so a delta would be a side "
+    "difference",
+    "constant_part": ": one run's answers about it all alike, so no variance to test against",
+    "zero_variance": ": no variance to test against",
+    "too_few_clusters": ": too few clusters",
+}
+
+
 def delta_plot(ident: pd.DataFrame, label_a: str, label_b: str, title: str) -> bytes:
     """Tested deltas with 95% CIs, one row per identity (sorted by delta), dimensions as labels; a delta that is
     not side-balanced says its basis in its label and is drawn hollow."""
@@ -51,8 +61,8 @@ def comparison_section(c: Comparison, level: int = 2, draw: bool = True) -> Sect
     s.paragraphs.append(
         f"Delta = {c.label_a} − {c.label_b}, in percentage points of each identity's selection frequency, for "
         "identities both runs measured (per family and dimension), like with like: side-balanced in both runs, or "
-        "side-matched (the identity was seen on one side only: both runs' rates on that side, so a side preference "
-        "cancels), or pooled where sides are unknown; the *sides* column says which, and *value_a*, *value_b* are "
+        "side-matched (the identity was not seen on both sides in both runs: both runs' rates on the side both "
+        "showed it on, so a side preference cancels), or pooled where sides are unknown; the *sides* column says which, and *value_a*, *value_b* are "
         "the runs' rates on that same basis. Intervals and p-values are cluster-robust (CR2, Bell–McCaffrey df) "
         "over the stacked answers of both runs, clusters = renders shown; q: BH within each family. Mean signed, "
         "mean absolute, RMSE and max absolute delta are the paper's summary (table 13) over tested identities and "
@@ -67,15 +77,15 @@ def comparison_section(c: Comparison, level: int = 2, draw: bool = True) -> Sect
     one_side = tested & ~ident["sides"].isin([SIDES_TEXT[BALANCED], "pooled (sides unknown)"])
     if one_side.any():
         s.notes.append(
-            f"side-matched: {plural(int(one_side.sum()), 'delta')} (the identity was seen on one side only), "
-            "compared on that side in both runs, not side-balanced — see the sides column"
+            f"side-matched: {plural(int(one_side.sum()), 'delta')} (the identity was not seen on both sides in both "
+            "runs), compared on the side both runs showed it on, not side-balanced — see the sides column"
         )
     untested = ident[~tested]
     if len(untested):
         s.notes.append(
             f"not tested: {plural(len(untested), 'identity')}, no delta and not counted in the summary ("
-            + ", ".join(f"{f}: {k}" for f, k in untested["flag"].value_counts().items())
-            + "; position_confounded: seen on the left in one run and on the right in the other)"
+            + "; ".join(f"{f} {k}{UNTESTED_WHY.get(str(f), '')}" for f, k in untested["flag"].value_counts().items())
+            + ")"
         )
     s.tables.append(("Summary per family over tested identities (pp)", c.summary))
     hits = ident[ident["q_value"] < 0.05]
@@ -86,6 +96,8 @@ def comparison_section(c: Comparison, level: int = 2, draw: bool = True) -> Sect
             hits[cols],
         )
     )
+    if one_side.any():
+        s.tables.append(("Side-matched deltas (compared on one side, not side-balanced)", ident[one_side][cols]))
     if len(untested):
         s.tables.append(("Identities not tested (no delta)", untested[["family", "dimension", "identity", "flag"]]))
     if len(c.unmatched):
