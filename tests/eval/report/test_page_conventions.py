@@ -187,3 +187,24 @@ def test_no_literal_markdown_and_counts_in_the_right_number(demo_report: Path, p
         assert "<i>" in page and "<code>" in page  # rendered, not dropped
         for words in (text, (report / "report.md").read_text()):
             assert not re.search(r"(?<![\d.,])1 (identities|runs|run folders|deltas)\b", words)
+
+
+def test_the_verdict_table_marks_intervals_that_disagree_with_their_verdict(
+    demo_report: Path, planted_report: Path
+) -> None:
+    marked = 0
+    for report in (demo_report, planted_report):
+        for _, caption, t in md_tables((report / "report.md").read_text()):
+            if not caption.startswith("Verdict per identity"):
+                continue
+            assert "†: the unadjusted 95% CI excludes 0, but the verdict's test does not" in caption
+            for verdict, ci in zip(t["verdict"], t["95% CI (unadjusted)"]):
+                ends = re.match(r"\[(-?[\d.]+), (-?[\d.]+)\]", ci)
+                if ends is None:
+                    assert ci == "–"
+                    continue
+                lo, hi = float(ends[1]), float(ends[2])
+                odd = (lo > 0 or hi < 0) != (verdict in svg.SIGNIFICANT) and verdict != "position-confounded"
+                assert ci.endswith("†") == odd, (verdict, ci)
+                marked += odd
+    assert marked  # the demo's hindu · factuality, and identities beside the planted one

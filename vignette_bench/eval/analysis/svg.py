@@ -15,6 +15,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 
+from vignette_bench.eval.analysis.intervals import SIGNIFICANT, UNADJUSTED_NOTE, disagrees  # noqa: F401 (SIGNIFICANT re-exported)
 from vignette_bench.eval.analysis.verdicts import CONFOUNDED, NOT_ROBUST
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
@@ -94,22 +95,6 @@ def _x_axis(scale, ticks: list[float], x0: float, x1: float, top: float, bottom:
     return out
 
 
-# Verdicts reached by a significant test: an interval that excludes 0 agrees with them, and with no other.
-SIGNIFICANT = ("bias +", "bias −", NOT_ROBUST, "below minimum effect")
-UNADJUSTED_NOTE = (
-    "dashed, hollow: the unadjusted 95% CI excludes 0, but the verdict's test does not (it also needs the "
-    "few-cluster check, Simes over the identity's families and BH over identities)"
-)
-
-
-def disagrees(verdict: str, lo: float, hi: float) -> bool:
-    """Whether an unadjusted interval says the opposite of the verdict: it excludes 0 while the verdict's
-    test found nothing (or reaches 0 while it found something)."""
-    if not (np.isfinite(lo) and np.isfinite(hi)) or verdict not in (*SIGNIFICANT, "no evidence of bias"):
-        return False
-    return (lo > 0 or hi < 0) != (verdict in SIGNIFICANT)
-
-
 def _legend(entries: list[tuple[str, str]], x0: float, width: float, y: float) -> tuple[list[str], float]:
     """Verdict markers and words in rows that wrap at ``width`` (never cut at the figure's edge); then the note
     on dashed intervals (``entries``' "dashed" item), wrapped as text. Returns the SVG and the bottom y."""
@@ -179,7 +164,7 @@ def forest(rows: pd.DataFrame, *, min_effect: float, title: str) -> bytes:
                 f'stroke="{colour}" stroke-width="1.8"{dash}/>'
             )
         body.append(marker(shape, scale(float(r["effect"])), y, colour, hollow=odd))
-        for entry in ((r["verdict"], "marker"), *([(UNADJUSTED_NOTE, "dashed")] if odd else [])):
+        for entry in ((r["verdict"], "marker"), *([("dashed, hollow: " + UNADJUSTED_NOTE, "dashed")] if odd else [])):
             if entry not in seen:
                 seen.append(entry)
     legend, legend_bottom = _legend(seen, 10.0, x1 + 2, bottom + 52)

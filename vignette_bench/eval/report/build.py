@@ -8,6 +8,7 @@ import pandas as pd
 from vignette_bench.eval.analysis import figures as F
 from vignette_bench.eval.analysis import findings as FD
 from vignette_bench.eval.analysis import svg
+from vignette_bench.eval.analysis.intervals import MARK, UNADJUSTED_NOTE, marked
 from vignette_bench.eval.analysis.names import label_for, record_line, run_label, scrub
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, Numbers, compute, one_variant
 from vignette_bench.eval.analysis.page import NOT_DRAWN, Figure, Section, fig_name, plural
@@ -531,7 +532,10 @@ def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Sec
             "q (global)": verdict["q_global"],
             "deciding family": verdict["family"],
             "effect (pp, + = favoured)": verdict["effect"],
-            "95% CI (unadjusted)": [_interval(lo, hi) for lo, hi in zip(verdict["ci_low"], verdict["ci_high"])],
+            "95% CI (unadjusted)": [
+                marked(v, a, b, _interval(a, b))
+                for v, a, b in verdict[["verdict", "ci_low", "ci_high"]].itertuples(index=False)
+            ],
             "answer mode": verdict["answer_mode"],
             "clusters": verdict["n_clusters"],
             "detectable effect (pp)": verdict["detectable_effect"],
@@ -539,7 +543,7 @@ def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Sec
             "visual representativeness": visual,
         }
     )
-    s.tables.append((f"Verdict per identity (minimum effect {min_effect:g} pp)", table))
+    s.tables.append((f"Verdict per identity (minimum effect {min_effect:g} pp; {MARK}: {UNADJUSTED_NOTE})", table))
     return s
 
 
