@@ -227,7 +227,9 @@ def build(
     safe = visible.map(md_cell) if len(t) else visible  # every cell is untrusted text (model ids, hardware, specs)
     md.write_text(f"# {md_cell(title)}\n\n" + (md_table(safe) if len(t) else "no entries") + "\n")
     shown = t.map(names.visible) if len(t) else t  # a bidi override or zero-width character is shown, never acts
-    page = write_board(names.visible(title), shown, drill, [(names.visible(p.name), names.visible(r)) for p, r in rejected], out)
+    page = write_board(
+        names.visible(title), shown, drill, [(names.visible(p.name), names.visible(r)) for p, r in rejected], out
+    )
     return md, page
 
 

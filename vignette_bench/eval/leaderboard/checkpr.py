@@ -124,11 +124,8 @@ class Check:
         old, new = tree(self.repo, self.base), tree(self.repo, self.head)
         self._tree(new)
         self._changes(old, new)
+        self._added(old, {p: b for p, b in new.items() if p not in old})
         if self.refusals:  # an unsafe tree is never extracted nor built
-            return self.refusals
-        added = {p: b for p, b in new.items() if p not in old}
-        self._added(old, added)
-        if self.refusals:
             return self.refusals
         self._build(old, new, out)
         return self.refusals
@@ -176,7 +173,12 @@ class Check:
 
     def _added(self, old: dict[str, Blob], added: dict[str, Blob]) -> None:
         """Names, locations and duplicates of the added entries, against BASE's entries and each other."""
-        entries = {m.group(1): p for p in added if (m := bf.ENTRY.fullmatch(self.rel(p) or ""))}
+        added = {p: b for p, b in added.items() if b.mode == REGULAR}  # links and the like are refused already
+        entries = {
+            m.group(1): p
+            for p in added
+            if (m := bf.ENTRY.fullmatch(self.rel(p) or "")) and added[p].size <= bf.ENTRY_MAX_BYTES
+        }
         responses = {m.group(1): p for p in added if (m := bf.RESPONSES.fullmatch(self.rel(p) or ""))}
         for eid, path in sorted(responses.items()):
             if eid not in entries:
@@ -251,7 +253,12 @@ def main(args: argparse.Namespace) -> int:
     for path, reason in refusals:
         print(f"error: {visible(path)}: {visible(reason)}", file=sys.stderr)
     if refusals:
-        print(f"pull request rejected: {len(refusals)} problem(s) ({check.base[:12]}..{check.head[:12]})", file=sys.stderr)
+        print(
+            f"pull request rejected: {len(refusals)} problem(s) ({check.base[:12]}..{check.head[:12]})", file=sys.stderr
+        )
         return 1
-    print(f"ok: {check.base[:12]}..{check.head[:12]} only adds entries that validate" + (f"; board -> {args.out}" if args.out else ""))
+    print(
+        f"ok: {check.base[:12]}..{check.head[:12]} only adds entries that validate"
+        + (f"; board -> {args.out}" if args.out else "")
+    )
     return 0

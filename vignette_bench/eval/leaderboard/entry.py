@@ -344,9 +344,7 @@ def validate(path: str | Path) -> Validated:
 
 
 def _check_entry_id(entry: dict) -> None:
-    want = entry_id_of(
-        entry["model"]["id"], entry.get("adapter") or {}, entry["sample"], entry["dataset"]["revision"]
-    )
+    want = entry_id_of(entry["model"]["id"], entry.get("adapter") or {}, entry["sample"], entry["dataset"]["revision"])
     if entry["entry_id"] != want:
         raise EntryError(
             "entry_id", f"{entry['entry_id']!r} is not this entry's id; its model, settings and dataset give {want!r}"
