@@ -404,3 +404,67 @@ def test_the_template_workflow_runs_check_pr_on_a_fetched_pull_request(world, tm
         ran.append(step["name"])
     assert ran == ["fetch the pull request (objects only)", "check-pr"]
     assert "only adds entries that validate" in done.stdout
+
+
+# --- item 7: the documented contributor path, end to end --------------------------------------------------------
+
+
+def test_the_documented_contributor_path_end_to_end(tmp_path, monkeypatch, capsys):
+    """docs/leaderboard.md, as written: `build sample` → `run` → `create` (run folder outside the board) → commit on a
+    pull request branch → `check-pr` → merge → maintainer `verify --key` → commit the record → `build`; then the
+    page in Debian's headless chromium. Writes board.png beside the site."""
+    assert cli(["build", "sample", "--out", str(tmp_path / "src"), "--size", "64", "--activities", "cooking"]) == 0
+    board = tmp_path / "board"
+    assert lb("init", "--out", str(board)) == 0
+    capsys.readouterr()
+    key = tmp_path / "keys" / "maintainer.pem"  # outside the repository
+    assert lb("keygen", "--out", str(key)) == 0
+    line = json.loads(capsys.readouterr().out.splitlines()[-1])
+    (board / "maintainers.json").write_text(json.dumps({"schema_version": 1, "keys": [{**line, "name": "maint"}]}))
+    git(board, "init", "-q", "-b", "main")
+    commit(board, "board")
+    # the contributor: a run anywhere, an entry made in a pull request's tree
+    runs = tmp_path / "elsewhere"
+    argv = ["run", "--source", str(tmp_path / "src"), "--config", "identity_contrast", "--model", "random"]
+    assert cli([*argv, "--out", str(runs / "mine"), "--no-progress"]) == 0
+    pr = tmp_path / "pr"
+    git(board, "worktree", "add", "-q", "-b", "carol", str(pr), "main")
+    monkeypatch.chdir(pr)
+    assert lb("create", str(runs / "mine"), "--by", "carol", "--out", "entries") == 0
+    (entry,) = Path("entries").glob("*.json")
+    commit(pr, "carol's entry")
+    # CI
+    monkeypatch.chdir(board)
+    assert lb("check-pr", "--base", "main", "--head", "carol") == 0, capsys.readouterr().err
+    # the maintainer merges, verifies with their key and commits the signed record
+    git(board, "merge", "-q", "--ff-only", "carol")
+    assert lb("verify", f"entries/{entry.name}", "--model", "random", "--limit", "20", "--key", str(key)) == 0
+    assert Path(f"verifications/{entry.name}").is_file()
+    commit(board, "verified carol's entry")
+    assert git(board, "status", "--porcelain") == ""
+    site = tmp_path / "site"
+    assert lb("build", "--entries", "entries", "--out", str(site)) == 0
+    assert "verified (100% of 20" in (site / "leaderboard.md").read_text()
+
+    webdriver = pytest.importorskip("selenium.webdriver")
+    chromium, driver_bin = shutil.which("chromium"), shutil.which("chromedriver")
+    if not chromium or not driver_bin:
+        pytest.skip("Debian's chromium and chromium-driver are not installed (make test installs them)")
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,900"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(driver_bin), options=options)
+    try:
+        driver.get((site / "leaderboard.html").as_uri())
+        rows = driver.find_elements(By.CSS_SELECTOR, "#board tbody tr")
+        assert len(rows) == 1 and "reference/random-seed0" in rows[0].text and "verified (100% of 20" in rows[0].text
+        driver.save_screenshot(str(site / "board.png"))
+        assert not [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    finally:
+        driver.quit()
+    assert (site / "board.png").stat().st_size > 10_000
