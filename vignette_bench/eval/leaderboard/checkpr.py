@@ -110,6 +110,10 @@ def _entry_fields(data: bytes) -> dict[str, Any] | None:
 class Check:
     def __init__(self, repo: Path, base: str, head: str, board: str = ".") -> None:
         self.repo = Path(repo)
+        try:
+            git(self.repo, "rev-parse", "--git-dir")
+        except CheckError:
+            raise CheckError(f"{self.repo}: not a git repository; run check-pr in the board's repository") from None
         self.base, self.head = resolve(self.repo, base), resolve(self.repo, head)
         self.prefix = "" if board.strip("/") in ("", ".") else board.strip("/") + "/"
         self.refusals: list[tuple[str, str]] = []
@@ -156,13 +160,13 @@ class Check:
             )
             if path not in new:
                 self.refuse(path, f"deletes {what}; a pull request may only add entries")
-            elif new[path] != Blob(b.mode, b.oid, b.size):
+            elif new[path] != b:
                 self.refuse(path, f"changes {what}; a pull request may only add entries")
         for path, b in new.items():
             if path in old or b.mode in (LINK, SUBMODULE):
                 continue
-            rel = self.rel(path)
-            if rel is None or not (bf.ENTRY.fullmatch(rel) or bf.RESPONSES.fullmatch(rel)):
+            added = self.rel(path)
+            if added is None or not (bf.ENTRY.fullmatch(added) or bf.RESPONSES.fullmatch(added)):
                 self.refuse(
                     path,
                     f"a pull request may only add {self.prefix}entries/<entry_id>.json and "
