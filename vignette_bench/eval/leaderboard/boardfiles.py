@@ -8,10 +8,12 @@ A board repository (what `vignette leaderboard init` makes) holds::
     verifications/<entry_id>.json          a maintainer's signed record (maintainers only)
     .github/workflows/board.yml, README.md the template's CI and card
 
-A pull request may only add an entry and its responses (`checkpr.py`). Caps are far above what an honest file
-needs (an entry of the protocol is ~4-10 KB; a full protocol run's responses a few MB) and far below what hurts
-a CI runner: a link to /dev/zero or a 30 MB "entry" is refused before it is read. They hold in `build` too,
-for entries, verifications and maintainers.json, whether or not a pull request is being checked.
+A pull request may only add an entry and its responses (`checkpr.py`). The caps are a choice: room for far
+larger entries and records than `create` and `verify` write (an entry holds one summary per metric family, a
+record at most ten mismatches), the responses cap is GitHub's own per-file limit, and all are far below what
+hurts a CI runner: a link to /dev/zero or a 30 MB "entry" is refused before it is read. They hold in `build`
+too, for entries, verifications and maintainers.json, whether or not a pull request is being checked, and in
+`vignette upload results`, which never publishes a linked or oversized record or key file.
 """
 
 from __future__ import annotations
