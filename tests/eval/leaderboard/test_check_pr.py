@@ -280,6 +280,30 @@ def test_anything_but_added_entries_is_refused(world, monkeypatch, capsys):
     assert "error: runs/x/responses.parquet: responses without their entry entries/x.json" in err
 
 
+def test_a_board_in_a_subfolder_of_a_project_repository(world, tmp_path, monkeypatch, capsys):
+    """`--board leaderboard`: the project's own files (a link among them) are the base's and left alone; a pull
+    request still may only add entries under the board's folder."""
+    proj = tmp_path / "proj"
+    shutil.copytree(world / "board", proj / "leaderboard", ignore=shutil.ignore_patterns(".git"))
+    (proj / "README.md").write_text("the project")
+    (proj / "docs").symlink_to("leaderboard")
+    git(tmp_path, "init", "-q", "-b", "main", str(proj))
+    commit(proj, "project with its board")
+    git(proj, "checkout", "-q", "-b", "bob")
+    assert lb("create", str(world / "runs" / "bob"), "--by", "bob", "--out", str(proj / "leaderboard" / "entries")) == 0
+    commit(proj, "bob")
+    monkeypatch.chdir(proj)
+    capsys.readouterr()
+    assert lb("check-pr", "--base", "main", "--head", "bob", "--board", "leaderboard") == 0, capsys.readouterr().err
+    (proj / "src.py").write_text("print('hi')")
+    commit(proj, "and some code")
+    assert lb("check-pr", "--base", "main", "--head", "bob", "--board", "leaderboard") == 1
+    assert refused(capsys.readouterr().err) == [
+        "error: src.py: a pull request may only add leaderboard/entries/<entry_id>.json and "
+        "leaderboard/runs/<entry_id>/responses.parquet (entry ids: lower-case letters, digits, '-')"
+    ]
+
+
 # --- item 6: names --------------------------------------------------------------------------------------------
 
 

@@ -9,7 +9,8 @@ is checked out or followed, and the trusted parts come from BASE only:
 2. HEAD may differ from BASE only by added files, and only ``entries/<entry_id>.json`` and
    ``runs/<entry_id>/responses.parquet`` (regular, non-executable files): any change to or deletion of an
    existing file (an entry, a verification, ``maintainers.json``, the workflow itself) is refused.
-3. No symbolic link and no submodule anywhere in HEAD's tree; no file over its size cap (`boardfiles`).
+3. No symbolic link and no submodule anywhere in HEAD's board (the whole tree for a board repository; with
+   ``--board DIR``, links the base has outside DIR are left alone); no file over its size cap (`boardfiles`).
 4. Each added entry is named by its ``entry_id``, names its responses as ``../runs/<entry_id>/responses.parquet``
    (added with it) or an ``hf://`` URL, and duplicates no entry of BASE or of the pull request by entry id, by
    (model, model revision, configs, dataset revision) or by responses sha256.
@@ -126,7 +127,7 @@ class Check:
 
     def run(self, out: Path | None = None) -> list[tuple[str, str]]:
         old, new = tree(self.repo, self.base), tree(self.repo, self.head)
-        self._tree(new)
+        self._tree(old, new)
         self._changes(old, new)
         self._added(old, {p: b for p, b in new.items() if p not in old})
         if self.refusals:  # an unsafe tree is never extracted nor built
@@ -134,8 +135,13 @@ class Check:
         self._build(old, new, out)
         return self.refusals
 
-    def _tree(self, new: dict[str, Blob]) -> None:
+    def _tree(self, old: dict[str, Blob], new: dict[str, Blob]) -> None:
+        """Links and submodules anywhere in the board's folder (the whole tree when the board is the repository),
+        and new ones anywhere; sizes of every new file. (Outside a board kept in a subfolder, the repository's
+        own unchanged files, links included, are the base's: trusted, and never extracted.)"""
         for path, b in new.items():
+            if old.get(path) == b and self.rel(path) is None:
+                continue
             if b.mode == LINK:
                 self.refuse(path, "a symbolic link; the board holds regular files only (nothing is followed)")
             elif b.mode == SUBMODULE:
