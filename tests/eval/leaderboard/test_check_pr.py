@@ -264,6 +264,9 @@ def test_an_oversized_entry_is_refused_unread(world, monkeypatch, capsys, tmp_pa
     assert lb("build", "--entries", str(board / "entries"), "--out", str(tmp_path / "site")) == 1
     err = capsys.readouterr().err
     assert f"{entry.name}: " in err and "over the cap" in err and "zero.json: a symbolic link" in err
+    # `validate` of a file named on the command line follows it, but reads at most the cap
+    assert lb("validate", str(board / "entries" / "zero.json")) == 1
+    assert f"over the cap of {ENTRY_MAX_BYTES:,} bytes" in capsys.readouterr().err
 
 
 def test_anything_but_added_entries_is_refused(world, monkeypatch, capsys):
