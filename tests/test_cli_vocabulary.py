@@ -95,6 +95,8 @@ OWN_FLAGS: dict[str, set[str]] = {
     "leaderboard validate": set(),
     "leaderboard verify": {"--batch-size", "--key"},
     "leaderboard keygen": set(),
+    "leaderboard init": set(),
+    "leaderboard check-pr": {"--base", "--head", "--board"},
     "leaderboard build": {"--entries", "--strict", "--keys"},
     "leaderboard export": {"--link"},
     "news answer": {"--robustness", "--batch-size", "--retry-invalid"},
