@@ -170,17 +170,15 @@ class RunFolder:
 
     def keep_taxonomy(self, base: str) -> Path:
         """Copy the taxonomy at `base` (any fsspec folder) once; a later session keeps the first copy."""
-        import fsspec
-
-        from vignette_bench.taxonomy import TAXONOMY_FILES, load_taxonomy
+        from vignette_bench.remote import read_url
+        from vignette_bench.taxonomy import MAX_TAXONOMY_FILE_BYTES, TAXONOMY_FILES, load_taxonomy
 
         folder = self.taxonomy_dir
         if not folder.exists():
             tmp = self.path / f".{self.TAXONOMY}.{_writer()}.tmp"
             tmp.mkdir(parents=True, exist_ok=True)
             for name in TAXONOMY_FILES:
-                with fsspec.open(f"{base.rstrip('/')}/{name}", "rb") as f:
-                    (tmp / name).write_bytes(f.read())
+                (tmp / name).write_bytes(read_url(f"{base.rstrip('/')}/{name}", MAX_TAXONOMY_FILE_BYTES))
             load_taxonomy(tmp)  # validate before keeping it
             try:
                 os.rename(tmp, folder)
