@@ -3,9 +3,14 @@ problem list, and writing the run folder (responses checked by the one responses
 
 from __future__ import annotations
 
+import codecs
+import glob
 import hashlib
+import os
 import re
+import shutil
 import sys
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,8 +57,72 @@ class Problems:
 
 
 def norm(text: Any) -> str:
-    """Lower case, single spaces, no trailing full stop (how two wordings are compared)."""
-    return re.sub(r"\s+", " ", str(text).strip().lower()).rstrip(" .?!") if text is not None else ""
+    """NFKC, lower case, single spaces, no trailing full stop (how two wordings are compared): a fullwidth
+    or ligature spelling is the same word; a look-alike from another script is not (`lookalike`)."""
+    if text is None:
+        return ""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", str(text)).strip().lower()).rstrip(" .?!")
+
+
+# Letters of other scripts that render like Latin ones (the common part of Unicode's confusables list):
+# a Cyrillic "о" in "the оld" looks like the option "the old" but names nobody.
+_CONFUSABLE = str.maketrans(
+    "аеорсухіјѕԁһӏԛԝАВЕКМНОРСТХІЈЅαβεικνορτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdhlqwABEKMHOPCTXIJSaBeiKvopTuxABEZHIKMNOPTYX",
+)
+
+
+def lookalike(text: Any) -> str | None:
+    """Why `text` is a look-alike (a letter of another script that renders as a Latin one), or None."""
+    t = unicodedata.normalize("NFKC", str(text or ""))
+    skeleton = t.translate(_CONFUSABLE)
+    latin = any("a" <= c.lower() <= "z" for c in t)
+    if skeleton == t or not (latin or skeleton.isascii()):  # all Cyrillic text is another language, not a disguise
+        return None
+    odd = [c for c in t if c.translate(_CONFUSABLE) != c]
+    names = ", ".join(f"{c!r} ({unicodedata.name(c, f'U+{ord(c):04X}')})" for c in dict.fromkeys(odd))
+    return (
+        f"{str(text)!r} spells {skeleton!r} with {names}, a look-alike of a Latin letter; "
+        "write it in plain Latin letters"
+    )
+
+
+def text_problem(path: Path, encoding: str) -> str | None:
+    """Why `path` is not text in `encoding` (the first bad byte, its line and offset), read in 1 MiB pieces;
+    None when it is. utf-8 accepts a BOM (spreadsheet exports)."""
+    codec = text_codec(encoding)
+    decoder = codecs.getincrementaldecoder(codec)(errors="strict")
+    line, offset = 1, 0
+    with path.open("rb") as f:
+        head = f.read(4)
+        f.seek(0)
+        if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and not codec.startswith("utf-16"):
+            return "is UTF-16 text (it starts with a UTF-16 byte order mark); pass --encoding utf-16 or re-save it as UTF-8"
+        while piece := f.read(1 << 20):
+            try:
+                decoder.decode(piece)
+            except UnicodeDecodeError as e:
+                at = max(0, min(e.start, len(piece) - 1))
+                line += piece[:at].count(b"\n")
+                hint = (
+                    "if it was saved as Latin-1 or Windows-1252 (Excel on Windows), pass --encoding cp1252; "
+                    "otherwise re-save it as UTF-8"
+                    if codec == "utf-8-sig"
+                    else "name its real encoding with --encoding, or re-save it as UTF-8"
+                )
+                return f"not {encoding} text: byte 0x{piece[at]:02x} at line {line} (byte {offset + at:,}); {hint}"
+            line += piece.count(b"\n")
+            offset += len(piece)
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return f"not {encoding} text: it ends inside a character (a truncated file?)"
+    return None
+
+
+def text_codec(encoding: str) -> str:
+    """The codec a reader opens a text file with: utf-8 drops a BOM."""
+    return "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
 
 
 def neutral(descriptor: str) -> str:
@@ -213,8 +282,6 @@ def write_run(
     `where[i]` names the file and row that gave rows[i] (so a duplicate names both)."""
     import pyarrow as pa
 
-    from vignette_bench.eval.runtime.folder import RunFolder
-
     if not rows:
         raise ImportProblems([f"{source}: no answer rows found"])
     seen: dict[str, int] = {}
@@ -247,8 +314,40 @@ def write_run(
             format=fmt, files=tuple(files), not_recovered=tuple(not_recovered), consequences=tuple(consequences)
         ),
     )
-    folder = RunFolder(out)
-    folder.path.mkdir(parents=True, exist_ok=True)
-    folder.write_responses(table)
-    folder.write_record(record)
-    return folder.path
+    return _write_whole(out, lambda folder: (folder.write_responses(table), folder.write_record(record)))
+
+
+def _write_whole(out: Path, write: Any) -> Path:
+    """`write(RunFolder)` into a hidden temporary sibling of `out`, renamed to `out` only when whole: a
+    killed import leaves no folder a reader takes for a run (only the temporary, which the next import
+    into `out` removes once its writer is dead), and a full disk leaves nothing."""
+    from vignette_bench.eval.runtime.folder import RunFolder, _fsync_dir, _writer
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(out)
+    tmp = out.with_name(f".{out.name}.{_writer()}.tmp")
+    try:
+        tmp.mkdir()
+        write(RunFolder(tmp))
+        if out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # an empty --out, allowed: replaced by the whole folder
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _fsync_dir(out.parent)
+    return out
+
+
+def remove_stale_temporaries(out: Path) -> list[Path]:
+    """The temporaries of earlier imports into `out` whose process is gone (killed): removed."""
+    from vignette_bench.eval.runtime.folder import _TEMP_NAME, _alive, _host
+
+    removed = []
+    for p in out.parent.glob(f".{glob.escape(out.name)}.*.tmp"):
+        m = _TEMP_NAME.match(p.name)
+        if m is None or m["name"] != out.name or m["host"] != _host() or _alive(int(m["pid"])):
+            continue
+        shutil.rmtree(p, ignore_errors=True)
+        removed.append(p)
+    return removed

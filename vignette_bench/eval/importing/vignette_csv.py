@@ -21,9 +21,11 @@ from vignette_bench.eval.importing.core import (
     Person,
     Problems,
     answer_row,
+    lookalike,
     match_template,
     norm,
     perception_subtask,
+    text_codec,
 )
 from vignette_bench.taxonomy import Taxonomy
 
@@ -104,23 +106,37 @@ def _who(
 
 
 def read_file(
-    path: Path, shown: str, taxonomy: Taxonomy, identities: Identities, model_id: str, problems: Problems
+    path: Path,
+    shown: str,
+    taxonomy: Taxonomy,
+    identities: Identities,
+    model_id: str,
+    problems: Problems,
+    encoding: str = "utf-8",
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """The answer rows of one CSV (and where each came from); problems are added to `problems`."""
-    with path.open(newline="", encoding="utf-8-sig") as f:
+    """The answer rows of one CSV (and where each came from); problems are added to `problems`.
+    The caller has checked that the file is text in `encoding` (core.text_problem)."""
+    with path.open(newline="", encoding=text_codec(encoding)) as f:
         reader = csv.DictReader(f)
-        header = [h.strip().lower() for h in (reader.fieldnames or [])]
-        kind = kind_of(header)
-        if kind is None:
-            problems.add(
-                shown,
-                None,
-                None,
-                f"columns {header} are none of the original code's (filename, descriptor 1, descriptor 2, "
-                "question_id, response, options, ...)",
-            )
+        try:
+            header = [h.strip().lower() for h in (reader.fieldnames or [])]
+            kind = kind_of(header)
+            if kind is None:
+                shown_header = header if len(str(header)) < 300 else str(header)[:300] + "…"
+                problems.add(
+                    shown,
+                    None,
+                    None,
+                    f"columns {shown_header} are none of the original code's (filename, descriptor 1, descriptor 2, "
+                    "question_id, response, options, ...)",
+                )
+                return [], []
+            raw_rows = [
+                {(k or "").strip().lower(): (v if isinstance(v, str) else "") for k, v in r.items()} for r in reader
+            ]
+        except csv.Error as e:  # a field over the csv module's limit, a NUL byte: not a CSV we can read
+            problems.add(shown, None, None, f"not a readable CSV (line {reader.line_num}: {e})")
             return [], []
-        raw_rows = [{(k or "").strip().lower(): (v or "") for k, v in r.items()} for r in reader]
     known = {norm(a.name): a.name for a in taxonomy.activities}
     terms = {norm(t): (t, d, dim) for t, d, dim in taxonomy.trait_terms}
     setting = _SETTING.search(path.name.lower())
@@ -167,6 +183,10 @@ def read_file(
         options = _options(r.get("options"))
         if options is None:
             bad("options", f"{r.get('options')!r} is not a list of two or more option strings")
+        for said, column in [(o, "options") for o in options or []] + [(r.get("response"), "response")]:
+            if (why := lookalike(said)) is not None:
+                bad(column, why)
+                options = None if column == "options" else options
         response = (r.get("response") or "").strip()
         choice: str | None = None
         if options is not None and response:
