@@ -84,6 +84,8 @@ def verify_source(root: str, progress: bool = True, decode: bool = False) -> lis
         return [Problem(INDEX_PATH, "", f"index missing; {reindex_hint}")]
     except Exception as e:  # a garbage or truncated file: report it, do not crash
         return [Problem(INDEX_PATH, "", f"index unreadable ({type(e).__name__}); {reindex_hint}")]
+    if len(index) == 0:  # "ok: all 0 index rows match" would pass a source that serves nothing
+        return [Problem(INDEX_PATH, "", f"the index has no rows; {reindex_hint}")]
     problems: list[Problem] = []
     import pyarrow as pa
 

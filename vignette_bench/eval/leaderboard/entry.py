@@ -380,7 +380,9 @@ def _check_protocol(entry: dict, frame: pd.DataFrame) -> str:
             plan = planned_questions(settings)
         except Exception:  # an unreadable source: the custom entry is listed with its dataset unchecked
             return CUSTOM
-        _check_answered(entry, frame, plan, complete=False)
+        # complete: a run answers every question its settings plan (merge refuses less), so fewer answers are a
+        # chosen subset; before, a cherry-picked custom subset validated as "ok"
+        _check_answered(entry, frame, plan, complete=True, claimed="the entry's run settings")
         return CUSTOM
     config = str(run.get("config"))
     try:
@@ -413,7 +415,7 @@ def _check_recorded_settings(entry: dict) -> None:
         raise EntryError("sample.settings", f"entry says {sample['settings']!r}, its run settings give {derived!r}")
 
 
-def _check_answered(entry: dict, frame: pd.DataFrame, plan: Any, complete: bool) -> None:
+def _check_answered(entry: dict, frame: pd.DataFrame, plan: Any, complete: bool, claimed: str = VERSION) -> None:
     """Every answered question is a planned one, asked as planned; with `complete`, every planned one is answered.
     The wording's hash (`adapter.template_hash`) must be this code's for the source's taxonomy."""
     from vignette_bench.eval.leaderboard.protocol import plan_differences
@@ -423,8 +425,10 @@ def _check_answered(entry: dict, frame: pd.DataFrame, plan: Any, complete: bool)
     if complete and (missing or extra):
         raise EntryError(
             "responses.question_id",
-            f"{VERSION} asks {len(expected)} questions; {len(missing)} of them have no answer and {len(extra)} answers "
-            "are not protocol questions (a subset or another plan is not the protocol; submit it as custom)",
+            f"{claimed} {'asks' if claimed == VERSION else 'ask'} {len(expected)} questions; {len(missing)} of them have no answer and {len(extra)} "
+            "answers are not in that plan (a chosen subset of a run's answers, or another plan's; submit every "
+            "answer the run gave"
+            + ("; another plan is not the protocol: submit it as custom)" if claimed == VERSION else ")"),
         )
     if extra:
         raise EntryError(
