@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vignette_bench import atomic
 from vignette_bench.eval.analysis.compare import Comparison, compare_frames
 from vignette_bench.eval.analysis.names import label_for, parse_labels, run_label
 from vignette_bench.eval.compare.arguments import compare_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
@@ -66,8 +67,7 @@ def write(c: Comparison, out: Path, runs: tuple[Run, Run] | None = None) -> list
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, frame in (("identities", c.identities), ("summary", c.summary), ("unmatched", c.unmatched)):
-        frame.to_csv(out / f"{name}.csv", index=False)
-        paths.append(out / f"{name}.csv")
+        paths.append(atomic.write_text(out / f"{name}.csv", frame.to_csv(index=False)))
     title = f"VIGNETTE comparison — {c.label_a} vs {c.label_b}"
     section = comparison_section(c)
     sections = [section]

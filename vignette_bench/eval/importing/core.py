@@ -321,7 +321,8 @@ def _write_whole(out: Path, write: Any) -> Path:
     """`write(RunFolder)` into a hidden temporary sibling of `out`, renamed to `out` only when whole: a
     killed import leaves no folder a reader takes for a run (only the temporary, which the next import
     into `out` removes once its writer is dead), and a full disk leaves nothing."""
-    from vignette_bench.eval.runtime.folder import RunFolder, _fsync_dir, _writer
+    from vignette_bench.atomic import _fsync_dir, _writer
+    from vignette_bench.eval.runtime.folder import RunFolder
 
     out.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(out)
@@ -341,7 +342,7 @@ def _write_whole(out: Path, write: Any) -> Path:
 
 def remove_stale_temporaries(out: Path) -> list[Path]:
     """The temporaries of earlier imports into `out` whose process is gone (killed): removed."""
-    from vignette_bench.eval.runtime.folder import _TEMP_NAME, _alive, _host
+    from vignette_bench.atomic import _TEMP_NAME, _alive, _host
 
     removed = []
     for p in out.parent.glob(f".{glob.escape(out.name)}.*.tmp"):

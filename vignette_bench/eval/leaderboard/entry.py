@@ -25,6 +25,7 @@ from typing import Any
 import fsspec
 import pandas as pd
 
+from vignette_bench import atomic
 from vignette_bench.errors import VignetteError
 from vignette_bench.eval.analysis.numbers import summaries
 from vignette_bench.eval.leaderboard.protocol import CUSTOM, VERSION, classify
@@ -522,5 +523,5 @@ def write_new_entry(entry: dict, path: Path) -> Path:
 
 def write_entry(entry: dict, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(entry, indent=2, allow_nan=False) + "\n")
-    return path
+    # atomic: a full disk left a truncated entry (2,048 bytes) that blocked the rerun
+    return atomic.write_text(path, json.dumps(entry, indent=2, allow_nan=False) + "\n")
