@@ -9,6 +9,7 @@ from vignette_bench.errors import VignetteError
 from vignette_bench.eval.importing.arguments import DEFAULT_MAX_MB
 from vignette_bench.eval.importing.arguments import import_add_arguments as add_arguments
 from vignette_bench.eval.importing.core import (
+    Answers,
     Identities,
     ImportProblems,
     Problems,
@@ -23,7 +24,7 @@ from vignette_bench.taxonomy import load_taxonomy
 __all__ = ["add_arguments", "main"]
 
 MAX_IMPORT_BYTES = DEFAULT_MAX_MB * 1024**2
-MEMORY_PER_SOURCE_BYTE = 12  # peak RSS over source size, measured by benchmarks/import_memory.py (BENCHMARKS.md)
+MEMORY_PER_SOURCE_BYTE = 8  # peak RSS per source byte, measured by benchmarks/import_memory.py (BENCHMARKS.md)
 
 
 class ImportError_(VignetteError):
@@ -72,8 +73,7 @@ def run_import(
     taxonomy = load_taxonomy()
     identities = Identities(taxonomy)
     problems = Problems()
-    rows: list[dict] = []
-    where: list[str] = []
+    answers = Answers(str(source), problems)
     files: list[ImportedFile] = []
     not_recovered: tuple[str, ...] = ()
     consequences: tuple[str, ...] = ()
@@ -89,10 +89,8 @@ def run_import(
             if why is not None:
                 problems.add(shown, None, None, why)
                 continue
-            got, at = reader.read_file(path, shown, taxonomy, identities, model_id, problems, encoding)
-            rows += got
-            where += at
-            files.append(ImportedFile(path=shown, sha256=sha256(path), rows=len(got)))
+            got = reader.read_file(path, shown, taxonomy, identities, model_id, answers, encoding)
+            files.append(ImportedFile(path=shown, sha256=sha256(path), rows=got))
     elif fmt == "table":
         from vignette_bench.eval.importing import table
 
@@ -104,10 +102,10 @@ def run_import(
         why = text_problem(paths[0], encoding) if paths[0].suffix.lower() != ".parquet" else None
         if why is not None:
             raise ImportProblems([f"{shown}: {why}"])
-        rows, where, not_recovered, consequences = table.read_file(
-            paths[0], shown, taxonomy, identities, model_id, problems, encoding
+        got, not_recovered, consequences = table.read_file(
+            paths[0], shown, taxonomy, identities, model_id, answers, encoding
         )
-        files.append(ImportedFile(path=shown, sha256=sha256(paths[0]), rows=len(rows)))
+        files.append(ImportedFile(path=shown, sha256=sha256(paths[0]), rows=got))
     elif fmt == "inspect":
         try:
             from vignette_bench.eval.importing import inspect_log
@@ -120,12 +118,8 @@ def run_import(
         not_recovered = inspect_log.NOT_RECOVERED
         for path in paths:
             shown = str(path.relative_to(source)) if source.is_dir() else str(path)
-            got, at, model_id = inspect_log.read_file(
-                path, shown, None if model_id == "unknown" else model_id, problems
-            )
-            rows += got
-            where += at
-            files.append(ImportedFile(path=shown, sha256=sha256(path), rows=len(got)))
+            got, model_id = inspect_log.read_file(path, shown, None if model_id == "unknown" else model_id, answers)
+            files.append(ImportedFile(path=shown, sha256=sha256(path), rows=got))
     else:
         raise ImportError_(f"--format {fmt!r}: unknown")
     if not paths:
@@ -134,8 +128,7 @@ def run_import(
         raise ImportProblems(problems.items)
     return write_run(
         out,
-        rows,
-        where,
+        answers,
         fmt=fmt,
         files=files,
         source=str(source),

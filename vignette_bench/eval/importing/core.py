@@ -265,10 +265,62 @@ def answer_row(
     return row
 
 
+class Answers:
+    """The rows of an import as they are read: each question id is checked against the earlier ones (a
+    duplicate names both rows), and every BATCH rows are checked by the one responses reader and made into
+    an Arrow table. Rows as Python dicts took ~2.5 KB each (a 1 GiB CSV reached 3 GB in seconds); a batch
+    of them is the most held at once, the rest are columns (benchmarks/import_memory.py)."""
+
+    BATCH = 20_000
+
+    def __init__(self, source: str, problems: Problems) -> None:
+        self.source = source
+        self.problems = problems  # the readers' too: once any row has a problem, no more tables are built
+        self._seen: dict[str, str] = {}  # question id -> where it was answered
+        self._pending: list[dict[str, Any]] = []
+        self._tables: list[Any] = []
+        self.count = 0
+
+    def add(self, row: dict[str, Any], where: str) -> None:
+        q = row["question_id"]
+        first = self._seen.setdefault(q, where)
+        if first is not where:
+            self.problems.add(where, None, "question", f"the same question as {first} (answered twice)")
+        self._pending.append(row)
+        self.count += 1
+        if len(self._pending) >= self.BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if not self._pending:
+            return
+        columns = {c: [r[c] for r in self._pending] for c in RESPONSE_COLUMNS}
+        self._pending = []
+        try:
+            check_columns(columns, self.source)
+        except ResponsesError as e:  # the file's values (probabilities) or an importer's bug, said the same way
+            self.problems.items.extend(e.problems)
+            return
+        if not self.problems.items:  # once anything is wrong nothing is written: stop building
+            self._tables.append(pa.Table.from_pydict(columns, schema=RESPONSE_SCHEMA))
+
+    def table(self) -> Any:
+        """Every answer as one responses table; ImportProblems when any row had a problem."""
+        import pyarrow as pa
+
+        self._flush()
+        if self.problems.items:
+            raise ImportProblems(self.problems.items)
+        if not self.count:
+            raise ImportProblems([f"{self.source}: no answer rows found"])
+        return pa.concat_tables(self._tables)
+
+
 def write_run(
     out: Path,
-    rows: list[dict[str, Any]],
-    where: list[str],
+    answers: Answers,
     *,
     fmt: str,
     files: list[ImportedFile],
@@ -278,32 +330,13 @@ def write_run(
     consequences: Sequence[str],
     taxonomy: Taxonomy,
 ) -> Path:
-    """Check the rows as the one responses reader does, then write responses.parquet and run.json.
-    `where[i]` names the file and row that gave rows[i] (so a duplicate names both)."""
-    import pyarrow as pa
+    """Check the rows as the one responses reader does, then write responses.parquet and run.json."""
+    import pyarrow.compute as pc
 
-    if not rows:
-        raise ImportProblems([f"{source}: no answer rows found"])
-    seen: dict[str, int] = {}
-    problems = Problems()
-    for i, r in enumerate(rows):
-        q = r["question_id"]
-        if q in seen:
-            problems.add(where[i], None, "question", f"the same question as {where[seen[q]]} (answered twice)")
-        else:
-            seen[q] = i
-    if problems.items:
-        raise ImportProblems(problems.items)
-    columns = {c: [r[c] for r in rows] for c in RESPONSE_COLUMNS}
-    try:
-        check_columns(columns, source)
-    except ResponsesError as e:  # a bug of the importer rather than of the file, but said the same way
-        raise ImportProblems(e.problems) from None
-    table = pa.Table.from_pydict(columns, schema=RESPONSE_SCHEMA)
-    paradigms = tuple(
-        p for p in ("factuality", "perception", "stereotype", "decision") if p in set(columns["paradigm"])
-    )
-    configs = "+".join(sorted(set(columns["config"])))
+    table = answers.table()
+    present = set(pc.unique(table.column("paradigm")).to_pylist())
+    paradigms = tuple(p for p in ("factuality", "perception", "stereotype", "decision") if p in present)
+    configs = "+".join(sorted(pc.unique(table.column("config")).to_pylist()))
     record = RunRecord(
         settings=RunSettings(source=source, config=configs, model=model_id, seed=0, paradigms=paradigms, orders="rule"),
         template_hash=template_hash(taxonomy),

@@ -12,25 +12,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vignette_bench.eval.importing.core import Problems
+from vignette_bench.eval.importing.core import Answers
 
 SUFFIXES = (".eval", ".json")
 SCORER = "vignette_choice"
 NOT_RECOVERED: tuple[str, ...] = ()  # the log holds every field `vignette run` records
 
 
-def read_file(path: Path, shown: str, model_id: str | None, problems: Problems) -> tuple[list[dict], list[str], str]:
-    """(rows, where each row came from, the model that answered) of one log file."""
+def read_file(path: Path, shown: str, model_id: str | None, answers: Answers) -> tuple[int, str]:
+    """(answers added, the model that answered) of one log file."""
     from inspect_ai.log import read_eval_log
+
+    problems = answers.problems
 
     try:
         log = read_eval_log(str(path))
     except Exception as e:  # any parse failure of a file we did not write
         problems.add(shown, None, "log", f"not an inspect_ai log ({type(e).__name__}: {e})")
-        return [], [], model_id or "unknown"
+        return 0, model_id or "unknown"
     model = model_id or str(log.eval.model)
-    rows: list[dict[str, Any]] = []
-    where: list[str] = []
+    added = 0
     if log.status != "success":
         problems.add(shown, None, "status", f"the eval ended {log.status!r}: import a finished log")
     for i, sample in enumerate(log.samples or [], 1):
@@ -54,11 +55,11 @@ def read_file(path: Path, shown: str, model_id: str | None, problems: Problems) 
                 f"{_short(row['raw'])} names {said!r}; import the log as inspect wrote it (or re-score it)",
             )
             continue
-        rows.append(row)
-        where.append(f"{shown}: sample {sample.id}")
+        answers.add(row, f"{shown}: sample {sample.id}")
+        added += 1
     if not log.samples:
         problems.add(shown, None, "samples", "the log holds no samples (was it written with --no-log-samples?)")
-    return rows, where, model
+    return added, model
 
 
 def _reply_choice(row: dict[str, Any]) -> str | None:

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from vignette_bench.eval.importing.core import (
+    Answers,
     Identities,
-    Problems,
     answer_row,
     lookalike,
     match_template,
@@ -152,31 +152,32 @@ def read_file(
     taxonomy: Taxonomy,
     identities: Identities,
     model_id: str,
-    problems: Problems,
+    answers: Answers,
     encoding: str = "utf-8",
-) -> tuple[list[dict[str, Any]], list[str], tuple[str, ...], tuple[str, ...]]:
-    """The answer rows of one table; problems are added to `problems`. The caller has checked that a
-    CSV or JSONL file is text in `encoding` (core.text_problem)."""
+) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
+    """Add the answers of one table to `answers` (problems to `answers.problems`); returns how many, what
+    the table could not say and what that means. The caller has checked that a CSV or JSONL file is text
+    in `encoding` (core.text_problem)."""
+    problems = answers.problems
     try:
         columns = _columns(path, encoding)
     except Exception as e:  # noqa: BLE001 (any reader's failure is the file's problem, said in one line)
         why = f"line 1 is not valid JSON ({e})" if isinstance(e, ValueError) and path.suffix == ".jsonl" else None
         problems.add(shown, None, None, why or f"not a readable {path.suffix} table ({type(e).__name__}: {e})")
-        return [], [], (), ()
+        return 0, (), ()
     missing = [c for c in REQUIRED if c not in columns]
     if "question" not in columns and "template_id" not in columns:
         missing.append("question (or template_id + context)")
     if missing:
         problems.add(shown, None, None, f"lacks column(s) {missing} (docs/import.md, table)")
-        return [], [], (), ()
+        return 0, (), ()
     known = {norm(a.name): a.name for a in taxonomy.activities}
     terms = {t: (d, dim) for t, d, dim in taxonomy.trait_terms}
-    rows: list[dict[str, Any]] = []
-    where: list[str] = []
+    before = answers.count
     seen = {"sides_unknown": False, "probabilities": False, "image": False}
     try:
         for i, r in _records(path, encoding, lambda n, column, why: problems.add(shown, n, column, why)):
-            _row(i, r, shown, taxonomy, identities, model_id, problems, known, terms, rows, where, seen)
+            _row(i, r, shown, taxonomy, identities, model_id, answers, known, terms, seen)
     except (csv.Error, OSError) as e:  # a field over the csv module's limit; a parquet file cut short
         problems.add(shown, None, None, f"not a readable {path.suffix} table ({type(e).__name__}: {e})")
     except Exception as e:
@@ -194,7 +195,7 @@ def read_file(
     if seen["sides_unknown"]:
         not_recovered.append("sides: unknown for some rows (sides_known false)")
         consequences.append(SIDES_UNKNOWN)
-    return rows, where, tuple(not_recovered), tuple(consequences)
+    return answers.count - before, tuple(not_recovered), tuple(consequences)
 
 
 def _row(
@@ -204,14 +205,13 @@ def _row(
     taxonomy: Taxonomy,
     identities: Identities,
     model_id: str,
-    problems: Problems,
+    answers: Answers,
     known: dict[str, str],
     terms: dict[str, tuple[str, str]],
-    rows: list[dict[str, Any]],
-    where: list[str],
     seen: dict[str, bool],
 ) -> None:
-    """Check row `i` and append its answer to `rows` (or add its problems)."""
+    """Check row `i` and add its answer to `answers` (or its problems)."""
+    problems = answers.problems
     before = len(problems.items)
 
     def bad(column: str, why: str, i: int = i) -> None:
@@ -309,7 +309,7 @@ def _row(
         if paradigm == "stereotype"
         else ("identity_contrast" if acts[0] == acts[1] else "identity_activity_contrast")
     )
-    rows.append(
+    answers.add(
         answer_row(
             config=config,
             gender=gender,
@@ -333,6 +333,6 @@ def _row(
             model_id=model_id,
             pair_id=f"{FORMAT}/{image}" if image is not None else None,
             **extra,
-        )
+        ),
+        f"{shown}: row {i}",
     )
-    where.append(f"{shown}: row {i}")
