@@ -295,3 +295,28 @@ def _limited(args: list[str], max_file_bytes: int) -> str:
     )
     assert done.returncode == 2, (done.returncode, done.stderr)
     return done.stderr
+
+
+@pytest.mark.parametrize("name", ["a.csv", "a.jsonl", "outputs/assumptions_2a_age_female.csv"])
+def test_an_empty_file_is_said_to_be_empty(tmp_path: Path, capsys, name: str) -> None:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"")
+    fmt = "vignette-csv" if name.startswith("outputs") else "table"
+    _refused(capsys, fmt, path, tmp_path / "run", "the file is empty (0 bytes)")
+
+
+def test_comparing_runs_without_two_way_answers_names_that_cause(tmp_path: Path, capsys) -> None:
+    """A neighbour of the compare case: factuality answers only is the cause, not "share no identity"."""
+    rows = [
+        r | {"template_id": "factuality/what_doing", "context": "cooking", "options": ["cooking", "eating"]}
+        for r in _rows()
+    ]
+    for r in rows:
+        del r["question"]
+        r["answer"] = "cooking"
+    path = _jsonl(tmp_path / "a.jsonl", rows)
+    assert _import(capsys, "table", path, tmp_path / "run")[0] == 0
+    code = vignette(["compare", str(tmp_path / "run"), str(tmp_path / "run"), "--out", str(tmp_path / "cmp")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"error: {tmp_path / 'run'}: no two-way answers"), err

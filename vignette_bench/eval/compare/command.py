@@ -87,7 +87,17 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if c.identities.empty:
-        print(f"error: {c.label_a} and {c.label_b} share no (family, dimension, identity) to compare", file=sys.stderr)
+        from vignette_bench.eval.analysis.cells import TWO_WAY
+
+        # the real cause first: a run with no two-way answers (factuality only) has nothing to compare
+        lacking = [r.path for r in (a, b) if not r.responses["paradigm"].isin(TWO_WAY).any()]
+        why = (
+            f"{', '.join(map(str, dict.fromkeys(lacking)))}: no two-way answers ({', '.join(TWO_WAY)}); compare "
+            "compares identities chosen between two people"
+            if lacking
+            else f"{c.label_a} and {c.label_b} share no (family, dimension, identity) to compare"
+        )
+        print(f"error: {why}", file=sys.stderr)
         return 2
     for path in write(c, args.out, (a, b)):
         print(f"wrote {path}")

@@ -7,7 +7,9 @@ import argparse
 from vignette_bench import cli_options
 
 FORMATS = ("vignette-csv", "table", "inspect")
-DEFAULT_MAX_MB = 128  # source MiB an import reads: ~1.1 GB peak at the cap (benchmarks/import_memory.py; docs/import.md)
+DEFAULT_MAX_MB = (
+    128  # source MiB an import reads: ~1.1 GB peak at the cap (benchmarks/import_memory.py; docs/import.md)
+)
 
 
 def import_add_arguments(p: argparse.ArgumentParser) -> None:

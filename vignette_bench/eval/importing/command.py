@@ -39,6 +39,14 @@ def _files(source: Path, suffixes: tuple[str, ...]) -> list[Path]:
     raise ImportError_(f"--source {source}: no such file or folder")
 
 
+def _empty(path: Path, shown: str, problems: Problems) -> bool:
+    """An empty file is said to be empty (not "lacks columns" or "no answer rows")."""
+    if path.stat().st_size == 0:
+        problems.add(shown, None, None, "the file is empty (0 bytes)")
+        return True
+    return False
+
+
 def _check_size(paths: list[Path], source: Path, max_bytes: int) -> None:
     """Every row is held in memory until the whole import checks out (nothing is written on error), at
     about MEMORY_PER_SOURCE_BYTE bytes per source byte: a source over the cap is refused before reading."""
@@ -86,6 +94,8 @@ def run_import(
         for path in paths:
             shown = str(path.relative_to(source)) if source.is_dir() else str(path)
             why = text_problem(path, encoding)
+            if _empty(path, shown, problems):
+                continue
             if why is not None:
                 problems.add(shown, None, None, why)
                 continue
@@ -100,6 +110,8 @@ def run_import(
         _check_size(paths, source, max_bytes)
         shown = str(paths[0])
         why = text_problem(paths[0], encoding) if paths[0].suffix.lower() != ".parquet" else None
+        if _empty(paths[0], shown, problems):
+            raise ImportProblems(problems.items)
         if why is not None:
             raise ImportProblems([f"{shown}: {why}"])
         got, not_recovered, consequences = table.read_file(
