@@ -33,6 +33,7 @@ from vignette_bench.eval.runs import load_run, placeholder_renders
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.formats.base import FormatError, parse_json
 from vignette_bench.formats.entry import Entry
+from vignette_bench.loader.reader import MAX_INDEX_BYTES
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "entry.schema.json"  # generated from formats.entry.Entry
 SCHEMA_VERSION = Entry.SCHEMA_VERSION
@@ -273,7 +274,7 @@ def source_index(source: str) -> tuple[str, bool]:
 
     import vignette
 
-    data = vignette.Source(source).read(vignette.INDEX_PATH)
+    data = vignette.Source(source).read(vignette.INDEX_PATH, max_bytes=MAX_INDEX_BYTES)  # capped while streaming
     import pyarrow.parquet as pq
 
     column = pq.read_table(io.BytesIO(data), columns=["placeholder"], use_threads=False).column("placeholder")
