@@ -88,5 +88,12 @@ def read_url(url: str, max_bytes: int) -> bytes:
     except Exception as e:  # aiohttp's and fsspec's network errors, a folder where a file should be
         if known_failure(e) is None:  # a bug keeps its traceback
             raise
-        why = f"{type(e).__name__}: {e}" if str(e).strip() else f"{type(e).__name__} (no reply within the deadlines)"
+        why = (
+            f"{type(e).__name__}: {e}"
+            if str(e).strip()
+            else (
+                f"{type(e).__name__} (no reply within the deadlines: {CONNECT_TIMEOUT_S:.0f} s to connect, "
+                f"{READ_TIMEOUT_S:.0f} s between bytes, {READ_DEADLINE_S:.0f} s per request)"
+            )
+        )
         raise SourceError(f"{url}: cannot be read ({why}); check the URL and the network") from e
