@@ -110,15 +110,15 @@ def test_a_csv_field_over_the_csv_limit_is_named(tmp_path: Path, capsys) -> None
     _refused(capsys, "table", path, tmp_path / "run", "not a readable .csv table")
 
 
-def test_utf8_with_a_bom_imports_and_utf16_is_named(tmp_path: Path, capsys) -> None:
+def test_utf8_with_a_bom_and_utf16_with_its_mark_import(tmp_path: Path, capsys) -> None:
     path = tmp_path / "outputs" / "assumptions_2a_age_female.csv"
     write_csv(path, perception_rows())
     text = path.read_text(encoding="utf-8")
     path.write_bytes(text.encode("utf-8-sig"))
     assert _import(capsys, "vignette-csv", path, tmp_path / "bom")[0] == 0
-    path.write_bytes(text.encode("utf-16"))
-    _refused(capsys, "vignette-csv", path, tmp_path / "u16", "UTF-16", "--encoding utf-16")
-    assert _import(capsys, "vignette-csv", path, tmp_path / "u16", "--encoding", "utf-16")[0] == 0
+    path.write_bytes(text.encode("utf-16"))  # a byte order mark says which: detected
+    assert _import(capsys, "vignette-csv", path, tmp_path / "u16")[0] == 0
+    _refused(capsys, "vignette-csv", path, tmp_path / "x", "is UTF-16 text", extra=("--encoding", "cp1252"))
 
 
 def test_an_unknown_encoding_is_named(tmp_path: Path, capsys) -> None:

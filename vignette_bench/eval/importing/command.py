@@ -13,6 +13,7 @@ from vignette_bench.eval.importing.core import (
     Identities,
     ImportProblems,
     Problems,
+    detected,
     remove_stale_temporaries,
     sha256,
     text_problem,
@@ -93,13 +94,14 @@ def run_import(
         not_recovered = reader.NOT_RECOVERED
         for path in paths:
             shown = str(path.relative_to(source)) if source.is_dir() else str(path)
-            why = text_problem(path, encoding)
+            enc = detected(path, encoding)
+            why = text_problem(path, enc)
             if _empty(path, shown, problems):
                 continue
             if why is not None:
                 problems.add(shown, None, None, why)
                 continue
-            got = reader.read_file(path, shown, taxonomy, identities, model_id, answers, encoding)
+            got = reader.read_file(path, shown, taxonomy, identities, model_id, answers, enc)
             files.append(ImportedFile(path=shown, sha256=sha256(path), rows=got))
     elif fmt == "table":
         from vignette_bench.eval.importing import table
@@ -109,13 +111,15 @@ def run_import(
             raise ImportError_(f"--source {source}: the table format reads one file, found {len(paths)}")
         _check_size(paths, source, max_bytes)
         shown = str(paths[0])
-        why = text_problem(paths[0], encoding) if paths[0].suffix.lower() != ".parquet" else None
+        text = paths[0].suffix.lower() != ".parquet"
+        enc = detected(paths[0], encoding) if text else encoding
+        why = text_problem(paths[0], enc) if text else None
         if _empty(paths[0], shown, problems):
             raise ImportProblems(problems.items)
         if why is not None:
             raise ImportProblems([f"{shown}: {why}"])
         got, not_recovered, consequences = table.read_file(
-            paths[0], shown, taxonomy, identities, model_id, answers, encoding
+            paths[0], shown, taxonomy, identities, model_id, answers, enc
         )
         files.append(ImportedFile(path=shown, sha256=sha256(paths[0]), rows=got))
     elif fmt == "inspect":

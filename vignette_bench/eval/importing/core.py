@@ -97,7 +97,7 @@ def text_problem(path: Path, encoding: str) -> str | None:
         head = f.read(4)
         f.seek(0)
         if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and not codec.startswith("utf-16"):
-            return "is UTF-16 text (it starts with a UTF-16 byte order mark); pass --encoding utf-16 or re-save it as UTF-8"
+            return f"is UTF-16 text (it starts with a UTF-16 byte order mark), not {encoding}; drop --encoding"
         while piece := f.read(1 << 20):
             try:
                 decoder.decode(piece)
@@ -118,6 +118,16 @@ def text_problem(path: Path, encoding: str) -> str | None:
     except UnicodeDecodeError:
         return f"not {encoding} text: it ends inside a character (a truncated file?)"
     return None
+
+
+def detected(path: Path, encoding: str) -> str:
+    """The encoding to read `path` with: the declared one, except that a UTF-16 byte order mark under the
+    default utf-8 is taken at its word (a spreadsheet's "Unicode text" export)."""
+    if codecs.lookup(encoding).name == "utf-8":
+        with path.open("rb") as f:
+            if f.read(2) in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+                return "utf-16"
+    return encoding
 
 
 def text_codec(encoding: str) -> str:
