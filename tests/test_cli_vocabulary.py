@@ -86,7 +86,7 @@ OWN_FLAGS: dict[str, set[str]] = {
         "--no-progress",
     },
     "merge": {"--allow-gaps", "--dry-run"},
-    "import": {"--format"},
+    "import": {"--format", "--encoding", "--max-mb"},
     "report": {"--news", "--min-effect", "--label", "--figures"},
     "compare": {"--label", "--clusters"},
     "annotate export": {"--kind", "--config"},

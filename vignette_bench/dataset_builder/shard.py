@@ -32,6 +32,7 @@ from vignette_bench.dataset_builder.arguments import DEFAULT_MAX_SHARD_BYTES
 from vignette_bench.dataset_builder.arguments import shard_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.records import RecordError, RenderRecord, plan_order, read_record
 from vignette_bench.errors import VignetteError
+from vignette_bench.remote import http_options
 from vignette_bench.taxonomy import DATA_DIR, Taxonomy, load_taxonomy, slug
 
 Format = Literal["jpeg", "webp"]
@@ -236,7 +237,7 @@ def scan_shard(root: str, shard: str, with_sha: bool = True) -> list[IndexRow]:
 
 def _scan_shard(url: str, shard: str, with_sha: bool) -> list[IndexRow]:
     rows: list[IndexRow] = []
-    with fsspec.open(url, "rb") as f, tarfile.open(fileobj=f, mode="r:") as tar:
+    with fsspec.open(url, "rb", **http_options(url)) as f, tarfile.open(fileobj=f, mode="r:") as tar:
         pending: tuple[str, str, int, int, str] | None = None  # key, ext, offset, length, sha
         for m in tar:
             if not m.isfile():
@@ -434,7 +435,8 @@ def reindex(root: Path) -> Path:
 
 def read_image_bytes(root: str, shard: str, offset: int, length: int) -> bytes:
     """One render's image bytes with one ranged read (local folder or any fsspec URL)."""
-    fs, path = fsspec.core.url_to_fs(f"{str(root).rstrip('/')}/{shard}")
+    url = f"{str(root).rstrip('/')}/{shard}"
+    fs, path = fsspec.core.url_to_fs(url, **http_options(url))
     return fs.cat_file(path, start=offset, end=offset + length)
 
 

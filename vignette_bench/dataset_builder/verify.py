@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,8 @@ from tqdm.auto import tqdm
 from vignette_bench.dataset_builder.arguments import verify_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.records import RecordError, RenderRecord, validate_record
 from vignette_bench.dataset_builder.shard import INDEX_PATH, ShardError, read_image_bytes, scan_shard
+from vignette_bench.loader.reader import MAX_INDEX_BYTES
+from vignette_bench.remote import http_options, read_url
 
 
 @dataclass(frozen=True)
@@ -72,12 +75,17 @@ def verify_source(root: str, progress: bool = True, decode: bool = False) -> lis
     root = str(root).rstrip("/")
     reindex_hint = f"rebuild the index with `vignette build shard --reindex --out {root}`"
     try:
-        with fsspec.open(f"{root}/{INDEX_PATH}", "rb") as f:
-            index = pd.read_parquet(f)
+        data = read_url(f"{root}/{INDEX_PATH}", MAX_INDEX_BYTES)  # a deadline and a byte cap, as the loader's
+    except FileNotFoundError:
+        return [Problem(INDEX_PATH, "", f"index missing; {reindex_hint}")]
+    try:
+        index = pd.read_parquet(io.BytesIO(data))
     except FileNotFoundError:
         return [Problem(INDEX_PATH, "", f"index missing; {reindex_hint}")]
     except Exception as e:  # a garbage or truncated file: report it, do not crash
         return [Problem(INDEX_PATH, "", f"index unreadable ({type(e).__name__}); {reindex_hint}")]
+    if len(index) == 0:  # "ok: all 0 index rows match" would pass a source that serves nothing
+        return [Problem(INDEX_PATH, "", f"the index has no rows; {reindex_hint}")]
     problems: list[Problem] = []
     import pyarrow as pa
 
@@ -98,7 +106,7 @@ def verify_source(root: str, progress: bool = True, decode: bool = False) -> lis
                 ",".join(sorted(set(g.shard))), str(key), f"key appears {len(g)} times in the index; {reindex_hint}"
             )
         )
-    fs, base = fsspec.core.url_to_fs(root)
+    fs, base = fsspec.core.url_to_fs(root, **http_options(root))
     shards = sorted(set(index.shard))
     if "file" in fs.protocol:  # a local folder: also catch shards the index forgot
         shards = sorted(set(shards) | {f"renders/{Path(p).name}" for p in fs.glob(f"{base}/renders/*.tar")})
@@ -242,8 +250,8 @@ def main(args: argparse.Namespace) -> int:
     if problems:
         print(f"{len(problems)} problem(s) in {args.source}")
         return 1
-    with fsspec.open(f"{str(args.source).rstrip('/')}/{INDEX_PATH}", "rb") as f:
-        n = len(pd.read_parquet(f))
+    data = read_url(f"{str(args.source).rstrip('/')}/{INDEX_PATH}", MAX_INDEX_BYTES)
+    n = len(pd.read_parquet(io.BytesIO(data)))
     what = "offset, length, sha256, member names, metadata" + (", decoding" if args.decode else "")
     print(f"ok: all {n} index rows match their shards ({what})")
     return 0

@@ -107,7 +107,10 @@ def placeholder_renders(record: RunRecord | None) -> bool:
     try:
         import fsspec
 
-        with fsspec.open(f"{str(source).rstrip('/')}/renders/index.parquet", "rb") as f:
+        from vignette_bench.remote import http_options
+
+        url = f"{str(source).rstrip('/')}/renders/index.parquet"
+        with fsspec.open(url, "rb", **http_options(url)) as f:
             return bool(pd.read_parquet(f, columns=["placeholder"])["placeholder"].any())
     except Exception:  # a Hub id offline, or a moved folder: unknown, so not claimed
         return False

@@ -352,7 +352,9 @@ def row_problems(row: Mapping[str, Any]) -> list[str]:
             if values:
                 if not all(math.isfinite(p) for p in values):
                     out.append(f"probabilities: {values} are not all finite")
-                elif any(p < 0 for p in values) or abs(sum(values) - 1) > PROBABILITY_TOLERANCE:
+                elif not all(0 <= p <= 1 for p in values):  # [1.5, -0.5] sums to 1: name the real cause
+                    out.append(f"probabilities: {values} has values outside [0, 1]")
+                elif abs(sum(values) - 1) > PROBABILITY_TOLERANCE:
                     out.append(f"probabilities: {values} sum to {sum(values):.6g}, not 1")
                 if options is not None and len(values) != len(options):
                     out.append(f"probabilities: {len(values)} for {len(options)} option(s)")

@@ -98,6 +98,11 @@ class RenderIndex:
             raise CorruptRenderError(
                 f"{source.url(INDEX_PATH)}: unreadable ({e}); rebuild it with `vignette build shard`"
             ) from e
+        if table.num_rows == 0:  # before: "the filters select no pairs", which sent a user to the filters
+            raise CorruptRenderError(
+                f"{source.url(INDEX_PATH)}: the index has no rows (no render was sharded into source {source.root}); "
+                "render and shard it (`vignette build shard --out SOURCE`), or name the right source"
+            )
         missing = [c for c in RenderIndex.COLUMNS if c not in table.column_names]
         if missing:
             raise CorruptRenderError(

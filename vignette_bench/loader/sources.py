@@ -12,20 +12,20 @@ import sys
 import time
 from typing import Any
 
+from vignette_bench import remote
 from vignette_bench.loader.errors import VignetteError
+from vignette_bench.remote import SourceError
+
+__all__ = ["DEFAULT_SOURCE", "Source", "SourceError", "describe", "resolve_source"]
 
 DEFAULT_SOURCE = "hf://datasets/vignette-bench/vignette"
 
 
-class SourceError(VignetteError):
-    """A source cannot be read (network, size); the message names the URL and what to check."""
-
-
-CONNECT_TIMEOUT_S = 10.0
-READ_TIMEOUT_S = 60.0
+CONNECT_TIMEOUT_S = remote.CONNECT_TIMEOUT_S
+READ_TIMEOUT_S = remote.READ_TIMEOUT_S
 RETRIES = 3  # transient network errors: retried with exponential backoff
 BACKOFF_S = 0.5
-READ_DEADLINE_S = 120.0  # one read, every attempt and backoff together: a stall or a trickle ends here
+READ_DEADLINE_S = remote.READ_DEADLINE_S  # one read, every attempt and backoff together
 MAX_INDEX_BYTES = 512 * 1024**2  # the full index is ~7 MB
 
 # ------------------------------------------------------------------------------------- sources
@@ -64,17 +64,8 @@ class Source:
         import fsspec
 
         if self._fs is None or self._pid != os.getpid():  # a forked worker gets its own client
-            options: dict[str, Any] = {}
-            if self.root.startswith(("http://", "https://")):
-                import aiohttp
-
-                # aiohttp's default waits 300 s on a stalled server and then raises a bare TimeoutError
-                options["client_kwargs"] = {
-                    "timeout": aiohttp.ClientTimeout(  # total: a trickle of 1 byte / 2 s never trips sock_read
-                        total=READ_DEADLINE_S, sock_connect=CONNECT_TIMEOUT_S, sock_read=READ_TIMEOUT_S
-                    )
-                }
-            self._fs, self._base = fsspec.core.url_to_fs(self.root, **options)
+            deadlines = dict(connect_s=CONNECT_TIMEOUT_S, read_s=READ_TIMEOUT_S, total_s=READ_DEADLINE_S)
+            self._fs, self._base = fsspec.core.url_to_fs(self.root, **remote.http_options(self.root, **deadlines))
             self._pid = os.getpid()
         return self._fs, self._base
 
@@ -103,10 +94,7 @@ class Source:
         for attempt in range(retries + 1):
             try:
                 if max_bytes is not None and start is None and end is None:
-                    # one ranged GET for at most max_bytes + 1: an endless file is never read whole
-                    data = fs.cat_file(f"{base}/{relative}", start=0, end=max_bytes + 1)
-                    if len(data) > max_bytes:
-                        raise SourceError(f"{url}: larger than {max_bytes:,} bytes; is this the right source?")
+                    data = remote.read_capped(fs, f"{base}/{relative}", url, max_bytes, started, READ_DEADLINE_S)
                 else:
                     data = fs.cat_file(f"{base}/{relative}", start=start, end=end, **self._range_options)
                 break

@@ -16,9 +16,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-import fsspec
-
 from vignette_bench.errors import VignetteError
+from vignette_bench.remote import read_url
 
 Gender = Literal["male", "female"]
 GENDERS: tuple[Gender, ...] = ("male", "female")
@@ -31,6 +30,7 @@ TAXONOMY_FILES = (
     "role_question_templates.csv",
     "near_synonyms.csv",
 )
+MAX_TAXONOMY_FILE_BYTES = 64 * 1024**2  # a taxonomy file is a few KB: a larger one is not a taxonomy
 EXPECTED_ACTIVITIES = 75
 EXPECTED_TRAIT_PAIRS = 30
 ROLE_DIMENSIONS = ("ability", "sociability", "morality", "agency", "status", "appearance")
@@ -170,8 +170,7 @@ def _unknown(kind: str, name: str, valid: Iterable[str]) -> str:
 def _read_csv(base: str, name: str, columns: tuple[str, ...]) -> list[dict[str, str]]:
     path = f"{base.rstrip('/')}/{name}"
     try:
-        with fsspec.open(path, "rb") as f:
-            raw = f.read()
+        raw = read_url(path, MAX_TAXONOMY_FILE_BYTES)  # deadlines and a byte cap over HTTP, as every read
         text = raw.decode("utf-8-sig")  # a BOM (spreadsheet exports) is not part of the first column's name
     except FileNotFoundError as e:
         raise TaxonomyError(f"{path}: taxonomy file missing; copy it from vignette_bench/taxonomy/") from e

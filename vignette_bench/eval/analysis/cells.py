@@ -14,6 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from vignette_bench.eval.analysis.numbers import _render_keys as render_keys
 from vignette_bench.stats.counts import SIDE_LEFT, SIDE_RIGHT
 
 TWO_WAY = ("perception", "decision", "stereotype")
@@ -48,17 +49,16 @@ def choice_cells(frame: pd.DataFrame) -> pd.DataFrame:
     images[stereotype] = list(map({p: pair_image(p) for p in set(ids)}.__getitem__, ids))
     family = family_of(two)
     parts = []
-    for side, ident, key, y in (
-        (SIDE_LEFT, "identity_left", "key_left", y_left),
-        (SIDE_RIGHT, "identity_right", "key_right", 1.0 - y_left),
-    ):
+    for side, ident, y in ((SIDE_LEFT, "identity_left", y_left), (SIDE_RIGHT, "identity_right", 1.0 - y_left)):
         parts.append(
             pd.DataFrame(
                 {
                     "family": family,
                     "dimension": two["dimension"].to_numpy(object),
                     "target": two[ident].to_numpy(object),
-                    "render": two[key].to_numpy(object),
+                    # an import without render keys (a table): the render its row must have shown, as the report
+                    # clusters it; a null key was a null group key, and every such answer was dropped
+                    "render": render_keys(two, ident.removeprefix("identity_")),
                     "image": images,
                     "side": side,
                     "y": np.where(valid, y.astype(float), 0.0),

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from vignette_bench import atomic
+
 # what a section says in place of the figures `vignette report --figures` left out
 NOT_DRAWN = "figures not drawn in this report (`vignette report --figures all` draws them)"
 
@@ -112,11 +114,9 @@ def write_markdown(title: str, sections: list[Section], out: Path) -> Path:
         for caption, t in s.tables:
             lines += [f"*{caption}*", "", md_table(t), ""]
         for f in s.figures:
-            (figdir / f"{f.name}.{f.suffix}").write_bytes(f.png)
+            atomic.write_bytes(figdir / f"{f.name}.{f.suffix}", f.png)
             lines += [f"![{f.caption}](figures/{f.name}.{f.suffix})", "", f"*{f.caption}*", ""]
-    path = out / "report.md"
-    path.write_text("\n".join(lines))
-    return path
+    return atomic.write_text(out / "report.md", "\n".join(lines))  # a full disk leaves no truncated page
 
 
 CSS = """body{font-family:system-ui,sans-serif;max-width:1320px;margin:0.6em auto;padding:0 1em;color:#222;font-size:15px}
@@ -215,9 +215,7 @@ def write_html(title: str, sections: list[Section], out: Path) -> Path:
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<style>{CSS}</style></head><body>{''.join(body)}<script>{SCRIPT}</script></body></html>"
     )
-    path = out / "report.html"
-    path.write_text(page)
-    return path
+    return atomic.write_text(out / "report.html", page)
 
 
 def inline_html(text: str) -> str:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vignette_bench import atomic
 from vignette_bench.eval.analysis.compare import Comparison, compare_frames
 from vignette_bench.eval.analysis.names import label_for, parse_labels, run_label
 from vignette_bench.eval.compare.arguments import compare_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
@@ -78,8 +79,7 @@ def write(c: Comparison, out: Path, runs: tuple[Run, Run] | None = None) -> list
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, frame in (("identities", c.identities), ("summary", c.summary), ("unmatched", c.unmatched)):
-        frame.to_csv(out / f"{name}.csv", index=False)
-        paths.append(out / f"{name}.csv")
+        paths.append(atomic.write_text(out / f"{name}.csv", frame.to_csv(index=False)))
     title = f"VIGNETTE comparison — {c.label_a} vs {c.label_b}"
     section = comparison_section(c)
     sections = [section]
@@ -99,7 +99,17 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if c.identities.empty:
-        print(f"error: {c.label_a} and {c.label_b} share no (family, dimension, identity) to compare", file=sys.stderr)
+        from vignette_bench.eval.analysis.cells import TWO_WAY
+
+        # the real cause first: a run with no two-way answers (factuality only) has nothing to compare
+        lacking = [r.path for r in (a, b) if not r.responses["paradigm"].isin(TWO_WAY).any()]
+        why = (
+            f"{', '.join(map(str, dict.fromkeys(lacking)))}: no two-way answers ({', '.join(TWO_WAY)}); compare "
+            "compares identities chosen between two people"
+            if lacking
+            else f"{c.label_a} and {c.label_b} share no (family, dimension, identity) to compare"
+        )
+        print(f"error: {why}", file=sys.stderr)
         return 2
     for path in write(c, args.out, (a, b)):
         print(f"wrote {path}")

@@ -7,6 +7,9 @@ import argparse
 from vignette_bench import cli_options
 
 FORMATS = ("vignette-csv", "table", "inspect")
+DEFAULT_MAX_MB = (
+    128  # source MiB an import reads: ~1.1 GB peak at the cap (benchmarks/import_memory.py; docs/import.md)
+)
 
 
 def import_add_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,3 +22,15 @@ def import_add_arguments(p: argparse.ArgumentParser) -> None:
     )
     cli_options.out(p, "the run folder to create (responses.parquet + run.json); must not exist yet", required=True)
     cli_options.model(p, "the name of the model that answered (recorded as model_id; default: unknown)")
+    p.add_argument(
+        "--encoding",
+        default="utf-8",
+        help="the text encoding of CSV and JSONL files (default utf-8, with or without a BOM; e.g. cp1252 for an "
+        "Excel export on Windows, latin-1)",
+    )
+    p.add_argument(
+        "--max-mb",
+        type=float,
+        default=DEFAULT_MAX_MB,
+        help=f"refuse a source larger than this many MiB (default {DEFAULT_MAX_MB}; an import holds its rows in memory)",
+    )

@@ -6,12 +6,26 @@ import argparse
 from pathlib import Path
 
 from vignette_bench.errors import VignetteError
+from vignette_bench.eval.importing.arguments import DEFAULT_MAX_MB
 from vignette_bench.eval.importing.arguments import import_add_arguments as add_arguments
-from vignette_bench.eval.importing.core import Identities, ImportProblems, Problems, sha256, write_run
+from vignette_bench.eval.importing.core import (
+    Answers,
+    Identities,
+    ImportProblems,
+    Problems,
+    detected,
+    remove_stale_temporaries,
+    sha256,
+    text_problem,
+    write_run,
+)
 from vignette_bench.formats.run_record import ImportedFile
 from vignette_bench.taxonomy import load_taxonomy
 
 __all__ = ["add_arguments", "main"]
+
+MAX_IMPORT_BYTES = DEFAULT_MAX_MB * 1024**2
+MEMORY_PER_SOURCE_BYTE = 8  # peak RSS per source byte, measured by benchmarks/import_memory.py (BENCHMARKS.md)
 
 
 class ImportError_(VignetteError):
@@ -26,15 +40,49 @@ def _files(source: Path, suffixes: tuple[str, ...]) -> list[Path]:
     raise ImportError_(f"--source {source}: no such file or folder")
 
 
-def run_import(fmt: str, source: Path, out: Path, model_id: str = "unknown") -> Path:
+def _empty(path: Path, shown: str, problems: Problems) -> bool:
+    """An empty file is said to be empty (not "lacks columns" or "no answer rows")."""
+    if path.stat().st_size == 0:
+        problems.add(shown, None, None, "the file is empty (0 bytes)")
+        return True
+    return False
+
+
+def _check_size(paths: list[Path], source: Path, max_bytes: int) -> None:
+    """Every row is held in memory until the whole import checks out (nothing is written on error), at
+    about MEMORY_PER_SOURCE_BYTE bytes per source byte: a source over the cap is refused before reading."""
+    total = sum(p.stat().st_size for p in paths)
+    if total > max_bytes:
+        need = total * MEMORY_PER_SOURCE_BYTE / 1024**3
+        raise ImportError_(
+            f"--source {source}: {total / 1024**2:,.0f} MiB of answers is over the import limit of "
+            f"{max_bytes / 1024**2:,.0f} MiB (an import holds its rows in memory: about {need:,.1f} GB for this "
+            "source); split it into smaller imports, or pass --max-mb if this machine has that memory"
+        )
+
+
+def run_import(
+    fmt: str,
+    source: Path,
+    out: Path,
+    model_id: str = "unknown",
+    encoding: str = "utf-8",
+    max_bytes: int = MAX_IMPORT_BYTES,
+) -> Path:
     """Import `source` (a file or folder) in format `fmt` into the new run folder `out`."""
+    import codecs
+
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise ImportError_(f"--encoding {encoding!r}: unknown (e.g. utf-8, cp1252, latin-1, utf-16)") from None
+    remove_stale_temporaries(out)  # an earlier import killed before its rename
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ImportError_(f"--out {out}: exists and is not an empty folder; name a new run folder")
     taxonomy = load_taxonomy()
     identities = Identities(taxonomy)
     problems = Problems()
-    rows: list[dict] = []
-    where: list[str] = []
+    answers = Answers(str(source), problems)
     files: list[ImportedFile] = []
     not_recovered: tuple[str, ...] = ()
     consequences: tuple[str, ...] = ()
@@ -42,24 +90,38 @@ def run_import(fmt: str, source: Path, out: Path, model_id: str = "unknown") -> 
         from vignette_bench.eval.importing import vignette_csv as reader
 
         paths = _files(source, (".csv",))
+        _check_size(paths, source, max_bytes)
         not_recovered = reader.NOT_RECOVERED
         for path in paths:
             shown = str(path.relative_to(source)) if source.is_dir() else str(path)
-            got, at = reader.read_file(path, shown, taxonomy, identities, model_id, problems)
-            rows += got
-            where += at
-            files.append(ImportedFile(path=shown, sha256=sha256(path), rows=len(got)))
+            enc = detected(path, encoding)
+            why = text_problem(path, enc)
+            if _empty(path, shown, problems):
+                continue
+            if why is not None:
+                problems.add(shown, None, None, why)
+                continue
+            got = reader.read_file(path, shown, taxonomy, identities, model_id, answers, enc)
+            files.append(ImportedFile(path=shown, sha256=sha256(path), rows=got))
     elif fmt == "table":
         from vignette_bench.eval.importing import table
 
         paths = _files(source, table.SUFFIXES)
         if len(paths) != 1:
             raise ImportError_(f"--source {source}: the table format reads one file, found {len(paths)}")
+        _check_size(paths, source, max_bytes)
         shown = str(paths[0])
-        rows, where, not_recovered, consequences = table.read_file(
-            paths[0], shown, taxonomy, identities, model_id, problems
+        text = paths[0].suffix.lower() != ".parquet"
+        enc = detected(paths[0], encoding) if text else encoding
+        why = text_problem(paths[0], enc) if text else None
+        if _empty(paths[0], shown, problems):
+            raise ImportProblems(problems.items)
+        if why is not None:
+            raise ImportProblems([f"{shown}: {why}"])
+        got, not_recovered, consequences = table.read_file(
+            paths[0], shown, taxonomy, identities, model_id, answers, enc
         )
-        files.append(ImportedFile(path=shown, sha256=sha256(paths[0]), rows=len(rows)))
+        files.append(ImportedFile(path=shown, sha256=sha256(paths[0]), rows=got))
     elif fmt == "inspect":
         try:
             from vignette_bench.eval.importing import inspect_log
@@ -68,15 +130,12 @@ def run_import(fmt: str, source: Path, out: Path, model_id: str = "unknown") -> 
                 f'--format inspect needs inspect_ai: pip install "vignette-bench[inspect]" ({e})'
             ) from None
         paths = _files(source, inspect_log.SUFFIXES)
+        _check_size(paths, source, max_bytes)
         not_recovered = inspect_log.NOT_RECOVERED
         for path in paths:
             shown = str(path.relative_to(source)) if source.is_dir() else str(path)
-            got, at, model_id = inspect_log.read_file(
-                path, shown, None if model_id == "unknown" else model_id, problems
-            )
-            rows += got
-            where += at
-            files.append(ImportedFile(path=shown, sha256=sha256(path), rows=len(got)))
+            got, model_id = inspect_log.read_file(path, shown, None if model_id == "unknown" else model_id, answers)
+            files.append(ImportedFile(path=shown, sha256=sha256(path), rows=got))
     else:
         raise ImportError_(f"--format {fmt!r}: unknown")
     if not paths:
@@ -85,8 +144,7 @@ def run_import(fmt: str, source: Path, out: Path, model_id: str = "unknown") -> 
         raise ImportProblems(problems.items)
     return write_run(
         out,
-        rows,
-        where,
+        answers,
         fmt=fmt,
         files=files,
         source=str(source),
@@ -98,7 +156,14 @@ def run_import(fmt: str, source: Path, out: Path, model_id: str = "unknown") -> 
 
 
 def main(args: argparse.Namespace) -> int:
-    folder = run_import(args.format, Path(args.source), Path(args.out), args.model or "unknown")
+    folder = run_import(
+        args.format,
+        Path(args.source),
+        Path(args.out),
+        args.model or "unknown",
+        encoding=args.encoding,
+        max_bytes=int(args.max_mb * 1024**2),
+    )
     import pyarrow.parquet as pq
 
     n = pq.ParquetFile(folder / "responses.parquet").metadata.num_rows

@@ -3,9 +3,14 @@ problem list, and writing the run folder (responses checked by the one responses
 
 from __future__ import annotations
 
+import codecs
+import glob
 import hashlib
+import os
 import re
+import shutil
 import sys
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,8 +57,82 @@ class Problems:
 
 
 def norm(text: Any) -> str:
-    """Lower case, single spaces, no trailing full stop (how two wordings are compared)."""
-    return re.sub(r"\s+", " ", str(text).strip().lower()).rstrip(" .?!") if text is not None else ""
+    """NFKC, lower case, single spaces, no trailing full stop (how two wordings are compared): a fullwidth
+    or ligature spelling is the same word; a look-alike from another script is not (`lookalike`)."""
+    if text is None:
+        return ""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", str(text)).strip().lower()).rstrip(" .?!")
+
+
+# Letters of other scripts that render like Latin ones (the common part of Unicode's confusables list):
+# a Cyrillic "о" in "the оld" looks like the option "the old" but names nobody.
+_CONFUSABLE = str.maketrans(
+    "аеорсухіјѕԁһӏԛԝАВЕКМНОРСТХІЈЅαβεικνορτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdhlqwABEKMHOPCTXIJSaBeiKvopTuxABEZHIKMNOPTYX",
+)
+
+
+def lookalike(text: Any) -> str | None:
+    """Why `text` is a look-alike (a letter of another script that renders as a Latin one), or None."""
+    t = unicodedata.normalize("NFKC", str(text or ""))
+    skeleton = t.translate(_CONFUSABLE)
+    latin = any("a" <= c.lower() <= "z" for c in t)
+    if skeleton == t or not (latin or skeleton.isascii()):  # all Cyrillic text is another language, not a disguise
+        return None
+    odd = [c for c in t if c.translate(_CONFUSABLE) != c]
+    names = ", ".join(f"{c!r} ({unicodedata.name(c, f'U+{ord(c):04X}')})" for c in dict.fromkeys(odd))
+    return (
+        f"{str(text)!r} spells {skeleton!r} with {names}, a look-alike of a Latin letter; "
+        "write it in plain Latin letters"
+    )
+
+
+def text_problem(path: Path, encoding: str) -> str | None:
+    """Why `path` is not text in `encoding` (the first bad byte, its line and offset), read in 1 MiB pieces;
+    None when it is. utf-8 accepts a BOM (spreadsheet exports)."""
+    codec = text_codec(encoding)
+    decoder = codecs.getincrementaldecoder(codec)(errors="strict")
+    line, offset = 1, 0
+    with path.open("rb") as f:
+        head = f.read(4)
+        f.seek(0)
+        if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and not codec.startswith("utf-16"):
+            return f"is UTF-16 text (it starts with a UTF-16 byte order mark), not {encoding}; drop --encoding"
+        while piece := f.read(1 << 20):
+            try:
+                decoder.decode(piece)
+            except UnicodeDecodeError as e:
+                at = max(0, min(e.start, len(piece) - 1))
+                line += piece[:at].count(b"\n")
+                hint = (
+                    "if it was saved as Latin-1 or Windows-1252 (Excel on Windows), pass --encoding cp1252; "
+                    "otherwise re-save it as UTF-8"
+                    if codec == "utf-8-sig"
+                    else "name its real encoding with --encoding, or re-save it as UTF-8"
+                )
+                return f"not {encoding} text: byte 0x{piece[at]:02x} at line {line} (byte {offset + at:,}); {hint}"
+            line += piece.count(b"\n")
+            offset += len(piece)
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return f"not {encoding} text: it ends inside a character (a truncated file?)"
+    return None
+
+
+def detected(path: Path, encoding: str) -> str:
+    """The encoding to read `path` with: the declared one, except that a UTF-16 byte order mark under the
+    default utf-8 is taken at its word (a spreadsheet's "Unicode text" export)."""
+    if codecs.lookup(encoding).name == "utf-8":
+        with path.open("rb") as f:
+            if f.read(2) in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+                return "utf-16"
+    return encoding
+
+
+def text_codec(encoding: str) -> str:
+    """The codec a reader opens a text file with: utf-8 drops a BOM."""
+    return "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
 
 
 def neutral(descriptor: str) -> str:
@@ -196,10 +275,62 @@ def answer_row(
     return row
 
 
+class Answers:
+    """The rows of an import as they are read: each question id is checked against the earlier ones (a
+    duplicate names both rows), and every BATCH rows are checked by the one responses reader and made into
+    an Arrow table. Rows as Python dicts took ~2.5 KB each (a 1 GiB CSV reached 3 GB in seconds); a batch
+    of them is the most held at once, the rest are columns (benchmarks/import_memory.py)."""
+
+    BATCH = 20_000
+
+    def __init__(self, source: str, problems: Problems) -> None:
+        self.source = source
+        self.problems = problems  # the readers' too: once any row has a problem, no more tables are built
+        self._seen: dict[str, str] = {}  # question id -> where it was answered
+        self._pending: list[dict[str, Any]] = []
+        self._tables: list[Any] = []
+        self.count = 0
+
+    def add(self, row: dict[str, Any], where: str) -> None:
+        q = row["question_id"]
+        first = self._seen.setdefault(q, where)
+        if first is not where:
+            self.problems.add(where, None, "question", f"the same question as {first} (answered twice)")
+        self._pending.append(row)
+        self.count += 1
+        if len(self._pending) >= self.BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+
+        if not self._pending:
+            return
+        columns = {c: [r[c] for r in self._pending] for c in RESPONSE_COLUMNS}
+        self._pending = []
+        try:
+            check_columns(columns, self.source)
+        except ResponsesError as e:  # the file's values (probabilities) or an importer's bug, said the same way
+            self.problems.items.extend(e.problems)
+            return
+        if not self.problems.items:  # once anything is wrong nothing is written: stop building
+            self._tables.append(pa.Table.from_pydict(columns, schema=RESPONSE_SCHEMA))
+
+    def table(self) -> Any:
+        """Every answer as one responses table; ImportProblems when any row had a problem."""
+        import pyarrow as pa
+
+        self._flush()
+        if self.problems.items:
+            raise ImportProblems(self.problems.items)
+        if not self.count:
+            raise ImportProblems([f"{self.source}: no answer rows found"])
+        return pa.concat_tables(self._tables)
+
+
 def write_run(
     out: Path,
-    rows: list[dict[str, Any]],
-    where: list[str],
+    answers: Answers,
     *,
     fmt: str,
     files: list[ImportedFile],
@@ -209,34 +340,13 @@ def write_run(
     consequences: Sequence[str],
     taxonomy: Taxonomy,
 ) -> Path:
-    """Check the rows as the one responses reader does, then write responses.parquet and run.json.
-    `where[i]` names the file and row that gave rows[i] (so a duplicate names both)."""
-    import pyarrow as pa
+    """Check the rows as the one responses reader does, then write responses.parquet and run.json."""
+    import pyarrow.compute as pc
 
-    from vignette_bench.eval.runtime.folder import RunFolder
-
-    if not rows:
-        raise ImportProblems([f"{source}: no answer rows found"])
-    seen: dict[str, int] = {}
-    problems = Problems()
-    for i, r in enumerate(rows):
-        q = r["question_id"]
-        if q in seen:
-            problems.add(where[i], None, "question", f"the same question as {where[seen[q]]} (answered twice)")
-        else:
-            seen[q] = i
-    if problems.items:
-        raise ImportProblems(problems.items)
-    columns = {c: [r[c] for r in rows] for c in RESPONSE_COLUMNS}
-    try:
-        check_columns(columns, source)
-    except ResponsesError as e:  # a bug of the importer rather than of the file, but said the same way
-        raise ImportProblems(e.problems) from None
-    table = pa.Table.from_pydict(columns, schema=RESPONSE_SCHEMA)
-    paradigms = tuple(
-        p for p in ("factuality", "perception", "stereotype", "decision") if p in set(columns["paradigm"])
-    )
-    configs = "+".join(sorted(set(columns["config"])))
+    table = answers.table()
+    present = set(pc.unique(table.column("paradigm")).to_pylist())
+    paradigms = tuple(p for p in ("factuality", "perception", "stereotype", "decision") if p in present)
+    configs = "+".join(sorted(pc.unique(table.column("config")).to_pylist()))
     record = RunRecord(
         settings=RunSettings(source=source, config=configs, model=model_id, seed=0, paradigms=paradigms, orders="rule"),
         template_hash=template_hash(taxonomy),
@@ -247,8 +357,41 @@ def write_run(
             format=fmt, files=tuple(files), not_recovered=tuple(not_recovered), consequences=tuple(consequences)
         ),
     )
-    folder = RunFolder(out)
-    folder.path.mkdir(parents=True, exist_ok=True)
-    folder.write_responses(table)
-    folder.write_record(record)
-    return folder.path
+    return _write_whole(out, lambda folder: (folder.write_responses(table), folder.write_record(record)))
+
+
+def _write_whole(out: Path, write: Any) -> Path:
+    """`write(RunFolder)` into a hidden temporary sibling of `out`, renamed to `out` only when whole: a
+    killed import leaves no folder a reader takes for a run (only the temporary, which the next import
+    into `out` removes once its writer is dead), and a full disk leaves nothing."""
+    from vignette_bench.atomic import _fsync_dir, _writer
+    from vignette_bench.eval.runtime.folder import RunFolder
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(out)
+    tmp = out.with_name(f".{out.name}.{_writer()}.tmp")
+    try:
+        tmp.mkdir()
+        write(RunFolder(tmp))
+        if out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # an empty --out, allowed: replaced by the whole folder
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _fsync_dir(out.parent)
+    return out
+
+
+def remove_stale_temporaries(out: Path) -> list[Path]:
+    """The temporaries of earlier imports into `out` whose process is gone (killed): removed."""
+    from vignette_bench.atomic import _TEMP_NAME, _alive, _host
+
+    removed = []
+    for p in out.parent.glob(f".{glob.escape(out.name)}.*.tmp"):
+        m = _TEMP_NAME.match(p.name)
+        if m is None or m["name"] != out.name or m["host"] != _host() or _alive(int(m["pid"])):
+            continue
+        shutil.rmtree(p, ignore_errors=True)
+        removed.append(p)
+    return removed

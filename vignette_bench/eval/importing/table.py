@@ -16,18 +16,22 @@ One row per answer. Columns:
 from __future__ import annotations
 
 import ast
+import csv
 import json
 import math
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from vignette_bench.eval.importing.core import (
+    Answers,
     Identities,
-    Problems,
     answer_row,
+    lookalike,
     match_template,
     norm,
     perception_subtask,
+    text_codec,
 )
 from vignette_bench.eval.runtime.questions import TEMPLATES
 from vignette_bench.taxonomy import Taxonomy
@@ -38,15 +42,53 @@ REQUIRED = ("identity_left", "identity_right", "options", "answer")
 SIDES_UNKNOWN = "sides unknown: rates not side-balanced (the left/right columns are not the sides shown)"
 
 
-def _read(path: Path) -> Any:
-    import pandas as pd
-
+def _columns(path: Path, encoding: str) -> list[str]:
+    """The table's column names: a CSV's header, a parquet schema, the keys of a JSONL file's first object."""
     suffix = path.suffix.lower()
     if suffix == ".parquet":
-        return pd.read_parquet(path)
-    if suffix == ".jsonl":
-        return pd.read_json(path, lines=True, dtype=False)
-    return pd.read_csv(path, dtype=str, keep_default_na=False)
+        import pyarrow.parquet as pq
+
+        return list(pq.ParquetFile(path).schema_arrow.names)
+    with path.open(newline="", encoding=text_codec(encoding)) as f:
+        if suffix == ".jsonl":
+            for line in f:
+                if line.strip():
+                    first = json.loads(line)
+                    return list(first) if isinstance(first, dict) else []
+            return []
+        return next(csv.reader(f), [])
+
+
+def _records(path: Path, encoding: str, bad: Callable[[int, str | None, str], None]) -> Iterator[tuple[int, dict]]:
+    """(row number, row) one at a time, so no second copy of the file is built in memory: CSV rows are
+    numbered as a spreadsheet shows them (the header is row 1), JSONL rows by line, parquet rows from 1.
+    A line that is not JSON, or not an object, is `bad` (named by its line) and skipped."""
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        n = 0
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=4096):
+            for r in batch.to_pylist():
+                n += 1
+                yield n, r
+        return
+    with path.open(newline="", encoding=text_codec(encoding)) as f:
+        if suffix == ".jsonl":
+            for n, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    r = json.loads(line)
+                except ValueError as e:
+                    bad(n, None, f"line {n} is not valid JSON ({e})")
+                    continue
+                if not isinstance(r, dict):
+                    bad(n, None, f"line {n} is a JSON {type(r).__name__}, not an object of columns")
+                    continue
+                yield n, r
+            return
+        yield from enumerate((dict(r) for r in csv.DictReader(f)), start=2)
 
 
 def _empty(v: Any) -> bool:
@@ -105,149 +147,192 @@ def _question(r: dict, taxonomy: Taxonomy, acts: tuple[str, str]) -> tuple[str, 
 
 
 def read_file(
-    path: Path, shown: str, taxonomy: Taxonomy, identities: Identities, model_id: str, problems: Problems
-) -> tuple[list[dict[str, Any]], list[str], tuple[str, ...], tuple[str, ...]]:
+    path: Path,
+    shown: str,
+    taxonomy: Taxonomy,
+    identities: Identities,
+    model_id: str,
+    answers: Answers,
+    encoding: str = "utf-8",
+) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
+    """Add the answers of one table to `answers` (problems to `answers.problems`); returns how many, what
+    the table could not say and what that means. The caller has checked that a CSV or JSONL file is text
+    in `encoding` (core.text_problem)."""
+    problems = answers.problems
     try:
-        frame = _read(path)
+        columns = _columns(path, encoding)
     except Exception as e:  # noqa: BLE001 (any reader's failure is the file's problem, said in one line)
-        problems.add(shown, None, None, f"not a readable {path.suffix} table ({type(e).__name__}: {e})")
-        return [], [], (), ()
-    missing = [c for c in REQUIRED if c not in frame.columns]
-    if "question" not in frame.columns and "template_id" not in frame.columns:
+        why = f"line 1 is not valid JSON ({e})" if isinstance(e, ValueError) and path.suffix == ".jsonl" else None
+        problems.add(shown, None, None, why or f"not a readable {path.suffix} table ({type(e).__name__}: {e})")
+        return 0, (), ()
+    missing = [c for c in REQUIRED if c not in columns]
+    if "question" not in columns and "template_id" not in columns:
         missing.append("question (or template_id + context)")
     if missing:
         problems.add(shown, None, None, f"lacks column(s) {missing} (docs/import.md, table)")
-        return [], [], (), ()
+        return 0, (), ()
     known = {norm(a.name): a.name for a in taxonomy.activities}
     terms = {t: (d, dim) for t, d, dim in taxonomy.trait_terms}
-    rows, where = [], []
-    sides_unknown = has_probs = has_image = False
-    for i, r in enumerate(frame.to_dict("records"), start=2 if path.suffix.lower() == ".csv" else 1):
-        before = len(problems.items)
+    before = answers.count
+    seen = {"sides_unknown": False, "probabilities": False, "image": False}
+    try:
+        for i, r in _records(path, encoding, lambda n, column, why: problems.add(shown, n, column, why)):
+            _row(i, r, shown, taxonomy, identities, model_id, answers, known, terms, seen)
+    except (csv.Error, OSError) as e:  # a field over the csv module's limit; a parquet file cut short
+        problems.add(shown, None, None, f"not a readable {path.suffix} table ({type(e).__name__}: {e})")
+    except Exception as e:
+        import pyarrow as pa
 
-        def bad(column: str, why: str, i: int = i) -> None:
-            problems.add(shown, i, column, why)
-
-        people = []
-        for col in ("identity_left", "identity_right"):
-            v = r.get(col)
-            p = None if _empty(v) else identities.find(v)
-            if p is None:
-                bad(col, f"{v!r} is no identity of the taxonomy")
-            people.append(p)
-        acts = []
-        for col in ("activity_left", "activity_right"):
-            v = r.get(col)
-            a = "" if _empty(v) else known.get(norm(v))
-            if a is None:
-                bad(col, f"{v!r} is not a taxonomy activity")
-            acts.append(a or "")
-        options = _list(r.get("options"))
-        if options is None or len(options) < 2 or not all(isinstance(o, str) for o in options):
-            bad("options", f"{r.get('options')!r} is not a list of two or more option strings")
-            options = None
-        answer = r.get("answer")
-        choice = None
-        if options is not None and not _empty(answer):
-            match = [o for o in options if norm(o) == norm(answer)]
-            if not match:
-                bad("answer", f"{answer!r} is not one of the options {options}")
-            else:
-                choice = match[0]
-        probs = _list(r.get("probabilities"))
-        if probs is not None:
-            try:
-                probs = [float(p) for p in probs]
-            except (TypeError, ValueError):
-                bad("probabilities", f"{r.get('probabilities')!r} are not numbers")
-            has_probs = True
-        q = _question(r, taxonomy, (acts[0], acts[1]))
-        if isinstance(q, str):
-            column, _, why = q.partition(": ")
-            bad(column, why)
-        known_sides = _bool(r.get("sides_known"))
-        if known_sides is False:
-            sides_unknown = True
-        if len(problems.items) > before or isinstance(q, str) or options is None:
-            continue
-        left, right = people
-        assert left is not None and right is not None
-        tid, subtask, paraphrase, context = q
-        paradigm = tid.split("/")[0]
-        if left.dimension != right.dimension:
-            bad(
-                "identity_right",
-                f"{right.identity!r} ({right.dimension}) and {left.identity!r} ({left.dimension}) differ",
-            )
-            continue
-        gender = "mixed" if left.dimension == "gender" else (left.gender or right.gender or str(r.get("gender") or ""))
-
-        def who(option: str, left: Any = left, right: Any = right) -> str:
-            o = norm(option)
-            o = o[4:] if o.startswith("the ") else o
-            for p in (left, right):
-                if o == norm(p.identity):
-                    return p.identity
-            found = identities.find(o, left.dimension)
-            return found.identity if found is not None and found.identity in (left.identity, right.identity) else ""
-
-        image = None if _empty(r.get("image")) else str(r["image"])
-        has_image = has_image or image is not None
-        extra: dict[str, Any] = {}
-        if paradigm == "stereotype":
-            if context not in terms:
-                bad("context", f"{context!r} is not a taxonomy trait term")
-                continue
-            extra = dict(direction=terms[context][0], trait_dimension=terms[context][1])
-            subtask = terms[context][1]
-        if paradigm == "factuality":
-            target = str(r.get("target") or "left").strip().lower()
-            if target not in ("left", "right"):
-                bad("target", f"{target!r} is not left or right")
-                continue
-            extra = dict(subject=target, target_identity=(left if target == "left" else right).identity)
-            identities_of = [""] * len(options)
-        else:
-            identities_of = [who(o) for o in options]
-        config = (
-            "portraits"
-            if paradigm == "stereotype"
-            else ("identity_contrast" if acts[0] == acts[1] else "identity_activity_contrast")
-        )
-        rows.append(
-            answer_row(
-                config=config,
-                gender=gender,
-                dimension=left.dimension,
-                paradigm=paradigm,
-                subtask=subtask,
-                template_id=tid,
-                paraphrase=paraphrase,
-                context=context,
-                left=left.identity,
-                right=right.identity,
-                activity_left=acts[0],
-                activity_right=acts[1],
-                key_left=None,
-                key_right=None,
-                options=[str(o) for o in options],
-                option_identities=identities_of,
-                choice=choice,
-                raw="" if _empty(answer) else str(answer),
-                probabilities=probs,
-                model_id=model_id,
-                pair_id=f"{FORMAT}/{image}" if image is not None else None,
-                **extra,
-            )
-        )
-        where.append(f"{shown}: row {i}")
+        if not isinstance(e, pa.ArrowException):
+            raise
+        problems.add(shown, None, None, f"not a readable {path.suffix} table ({type(e).__name__}: {e})")
     not_recovered = [
-        "render clusters: none (" + ("the image id is the cluster)" if has_image else "no image id: one per pair)")
+        "render clusters: none (" + ("the image id is the cluster)" if seen["image"] else "no image id: one per pair)")
     ]
-    if not has_probs:
+    if not seen["probabilities"]:
         not_recovered.append("probabilities: none")
     consequences = []
-    if sides_unknown:
+    if seen["sides_unknown"]:
         not_recovered.append("sides: unknown for some rows (sides_known false)")
         consequences.append(SIDES_UNKNOWN)
-    return rows, where, tuple(not_recovered), tuple(consequences)
+    return answers.count - before, tuple(not_recovered), tuple(consequences)
+
+
+def _row(
+    i: int,
+    r: dict[str, Any],
+    shown: str,
+    taxonomy: Taxonomy,
+    identities: Identities,
+    model_id: str,
+    answers: Answers,
+    known: dict[str, str],
+    terms: dict[str, tuple[str, str]],
+    seen: dict[str, bool],
+) -> None:
+    """Check row `i` and add its answer to `answers` (or its problems)."""
+    problems = answers.problems
+    before = len(problems.items)
+
+    def bad(column: str, why: str, i: int = i) -> None:
+        problems.add(shown, i, column, why)
+
+    people = []
+    for col in ("identity_left", "identity_right"):
+        v = r.get(col)
+        p = None if _empty(v) else identities.find(v)
+        if p is None:
+            bad(col, f"{v!r} is no identity of the taxonomy")
+        people.append(p)
+    acts = []
+    for col in ("activity_left", "activity_right"):
+        v = r.get(col)
+        a = "" if _empty(v) else known.get(norm(v))
+        if a is None:
+            bad(col, f"{v!r} is not a taxonomy activity")
+        acts.append(a or "")
+    options = _list(r.get("options"))
+    if options is None or len(options) < 2 or not all(isinstance(o, str) for o in options):
+        bad("options", f"{r.get('options')!r} is not a list of two or more option strings")
+        options = None
+    for said, column in [(o, "options") for o in options or []] + [(r.get("answer"), "answer")]:
+        if (why := lookalike(said)) is not None:
+            bad(column, why)
+            options = None if column == "options" else options
+    answer = r.get("answer")
+    choice = None
+    if options is not None and not _empty(answer):
+        match = [o for o in options if norm(o) == norm(answer)]
+        if not match:
+            bad("answer", f"{answer!r} is not one of the options {options}")
+        else:
+            choice = match[0]
+    probs = _list(r.get("probabilities"))
+    if probs is not None:
+        try:
+            probs = [float(p) for p in probs]
+        except (TypeError, ValueError):
+            bad("probabilities", f"{r.get('probabilities')!r} are not numbers")
+        seen["probabilities"] = True
+    q = _question(r, taxonomy, (acts[0], acts[1]))
+    if isinstance(q, str):
+        column, _, why = q.partition(": ")
+        bad(column, why)
+    known_sides = _bool(r.get("sides_known"))
+    if known_sides is None and not _empty(r.get("sides_known")):
+        bad("sides_known", f"{r.get('sides_known')!r} is not true or false (also yes/no, 1/0; empty: true)")
+    if known_sides is False:
+        seen["sides_unknown"] = True
+    if len(problems.items) > before or isinstance(q, str) or options is None:
+        return
+    left, right = people
+    assert left is not None and right is not None
+    tid, subtask, paraphrase, context = q
+    paradigm = tid.split("/")[0]
+    if left.dimension != right.dimension:
+        bad(
+            "identity_right",
+            f"{right.identity!r} ({right.dimension}) and {left.identity!r} ({left.dimension}) differ",
+        )
+        return
+    gender = "mixed" if left.dimension == "gender" else (left.gender or right.gender or str(r.get("gender") or ""))
+
+    def who(option: str, left: Any = left, right: Any = right) -> str:
+        o = norm(option)
+        o = o[4:] if o.startswith("the ") else o
+        for p in (left, right):
+            if o == norm(p.identity):
+                return p.identity
+        found = identities.find(o, left.dimension)
+        return found.identity if found is not None and found.identity in (left.identity, right.identity) else ""
+
+    image = None if _empty(r.get("image")) else str(r["image"])
+    seen["image"] = seen["image"] or image is not None
+    extra: dict[str, Any] = {}
+    if paradigm == "stereotype":
+        if context not in terms:
+            bad("context", f"{context!r} is not a taxonomy trait term")
+            return
+        extra = dict(direction=terms[context][0], trait_dimension=terms[context][1])
+        subtask = terms[context][1]
+    if paradigm == "factuality":
+        target = str(r.get("target") or "left").strip().lower()
+        if target not in ("left", "right"):
+            bad("target", f"{target!r} is not left or right")
+            return
+        extra = dict(subject=target, target_identity=(left if target == "left" else right).identity)
+        identities_of = [""] * len(options)
+    else:
+        identities_of = [who(o) for o in options]
+    config = (
+        "portraits"
+        if paradigm == "stereotype"
+        else ("identity_contrast" if acts[0] == acts[1] else "identity_activity_contrast")
+    )
+    answers.add(
+        answer_row(
+            config=config,
+            gender=gender,
+            dimension=left.dimension,
+            paradigm=paradigm,
+            subtask=subtask,
+            template_id=tid,
+            paraphrase=paraphrase,
+            context=context,
+            left=left.identity,
+            right=right.identity,
+            activity_left=acts[0],
+            activity_right=acts[1],
+            key_left=None,
+            key_right=None,
+            options=[str(o) for o in options],
+            option_identities=identities_of,
+            choice=choice,
+            raw="" if _empty(answer) else str(answer),
+            probabilities=probs,
+            model_id=model_id,
+            pair_id=f"{FORMAT}/{image}" if image is not None else None,
+            **extra,
+        ),
+        f"{shown}: row {i}",
+    )

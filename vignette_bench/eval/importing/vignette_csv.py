@@ -13,17 +13,21 @@ from __future__ import annotations
 import ast
 import csv
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from vignette_bench.eval.importing.core import (
+    Answers,
     Identities,
     Person,
     Problems,
     answer_row,
+    lookalike,
     match_template,
     norm,
     perception_subtask,
+    text_codec,
 )
 from vignette_bench.taxonomy import Taxonomy
 
@@ -103,30 +107,54 @@ def _who(
     return found.identity if found is not None and found.identity in (pair[0].identity, pair[1].identity) else ""
 
 
-def read_file(
-    path: Path, shown: str, taxonomy: Taxonomy, identities: Identities, model_id: str, problems: Problems
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """The answer rows of one CSV (and where each came from); problems are added to `problems`."""
-    with path.open(newline="", encoding="utf-8-sig") as f:
+def _raw_rows(path: Path, encoding: str, shown: str, problems: Problems) -> Iterator[dict[str, str]]:
+    """The CSV's rows one at a time (keys lower case), so no copy of the file is held in memory; a CSV the
+    csv module cannot read (a field over its limit) is named and ends the rows."""
+    with path.open(newline="", encoding=text_codec(encoding)) as f:
         reader = csv.DictReader(f)
-        header = [h.strip().lower() for h in (reader.fieldnames or [])]
-        kind = kind_of(header)
-        if kind is None:
-            problems.add(
-                shown,
-                None,
-                None,
-                f"columns {header} are none of the original code's (filename, descriptor 1, descriptor 2, "
-                "question_id, response, options, ...)",
-            )
-            return [], []
-        raw_rows = [{(k or "").strip().lower(): (v or "") for k, v in r.items()} for r in reader]
+        try:
+            for r in reader:
+                yield {(k or "").strip().lower(): (v if isinstance(v, str) else "") for k, v in r.items()}
+        except csv.Error as e:
+            problems.add(shown, None, None, f"not a readable CSV (line {reader.line_num}: {e})")
+
+
+def read_file(
+    path: Path,
+    shown: str,
+    taxonomy: Taxonomy,
+    identities: Identities,
+    model_id: str,
+    answers: Answers,
+    encoding: str = "utf-8",
+) -> int:
+    """Add the answers of one CSV to `answers` (problems to `answers.problems`); returns how many.
+    The caller has checked that the file is text in `encoding` (core.text_problem)."""
+    problems = answers.problems
+    try:
+        with path.open(newline="", encoding=text_codec(encoding)) as f:
+            header = [h.strip().lower() for h in next(csv.reader(f), [])]
+    except csv.Error as e:  # a field over the csv module's limit, a NUL byte: not a CSV we can read
+        problems.add(shown, None, None, f"not a readable CSV (line 1: {e})")
+        return 0
+    kind = kind_of(header)
+    if kind is None:
+        shown_header = header if len(str(header)) < 300 else str(header)[:300] + "…"
+        problems.add(
+            shown,
+            None,
+            None,
+            f"columns {shown_header} are none of the original code's (filename, descriptor 1, descriptor 2, "
+            "question_id, response, options, ...)",
+        )
+        return 0
+    raw_rows = _raw_rows(path, encoding, shown, problems)
     known = {norm(a.name): a.name for a in taxonomy.activities}
     terms = {norm(t): (t, d, dim) for t, d, dim in taxonomy.trait_terms}
     setting = _SETTING.search(path.name.lower())
     dims = set(taxonomy.dimensions)
     folder_dim = _folder_hint(path, {d.replace("_", " ") for d in dims})
-    rows, where = [], []
+    added = 0
     for i, r in enumerate(raw_rows, start=2):  # row 1 is the header, as a spreadsheet numbers them
         before = len(problems.items)
 
@@ -167,6 +195,10 @@ def read_file(
         options = _options(r.get("options"))
         if options is None:
             bad("options", f"{r.get('options')!r} is not a list of two or more option strings")
+        for said, column in [(o, "options") for o in options or []] + [(r.get("response"), "response")]:
+            if (why := lookalike(said)) is not None:
+                bad(column, why)
+                options = None if column == "options" else options
         response = (r.get("response") or "").strip()
         choice: str | None = None
         if options is not None and response:
@@ -304,6 +336,6 @@ def read_file(
                 target_identity=target.identity,
                 **common,
             )
-        rows.append(row)
-        where.append(f"{shown}: row {i}")
-    return rows, where
+        answers.add(row, f"{shown}: row {i}")
+        added += 1
+    return added

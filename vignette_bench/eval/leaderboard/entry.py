@@ -25,6 +25,7 @@ from typing import Any
 import fsspec
 import pandas as pd
 
+from vignette_bench import atomic
 from vignette_bench.errors import VignetteError
 from vignette_bench.eval.analysis.numbers import summaries
 from vignette_bench.eval.leaderboard import names
@@ -34,6 +35,7 @@ from vignette_bench.eval.runs import load_run, placeholder_renders
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.formats.base import FormatError, parse_json
 from vignette_bench.formats.entry import Entry
+from vignette_bench.loader.reader import MAX_INDEX_BYTES
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "entry.schema.json"  # generated from formats.entry.Entry
 SCHEMA_VERSION = Entry.SCHEMA_VERSION
@@ -285,7 +287,7 @@ def source_index(source: str) -> tuple[str, bool]:
 
     import vignette
 
-    data = vignette.Source(source).read(vignette.INDEX_PATH)
+    data = vignette.Source(source).read(vignette.INDEX_PATH, max_bytes=MAX_INDEX_BYTES)  # capped while streaming
     import pyarrow.parquet as pq
 
     column = pq.read_table(io.BytesIO(data), columns=["placeholder"], use_threads=False).column("placeholder")
@@ -402,7 +404,9 @@ def _check_protocol(entry: dict, frame: pd.DataFrame) -> str:
             plan = planned_questions(settings)
         except Exception:  # an unreadable source: the custom entry is listed with its dataset unchecked
             return CUSTOM
-        _check_answered(entry, frame, plan, complete=False)
+        # complete: a run answers every question its settings plan (merge refuses less), so fewer answers are a
+        # chosen subset; before, a cherry-picked custom subset validated as "ok"
+        _check_answered(entry, frame, plan, complete=True, claimed="the entry's run settings")
         return CUSTOM
     config = str(run.get("config"))
     try:
@@ -435,7 +439,7 @@ def _check_recorded_settings(entry: dict) -> None:
         raise EntryError("sample.settings", f"entry says {sample['settings']!r}, its run settings give {derived!r}")
 
 
-def _check_answered(entry: dict, frame: pd.DataFrame, plan: Any, complete: bool) -> None:
+def _check_answered(entry: dict, frame: pd.DataFrame, plan: Any, complete: bool, claimed: str = VERSION) -> None:
     """Every answered question is a planned one, asked as planned; with `complete`, every planned one is answered.
     The wording's hash (`adapter.template_hash`) must be this code's for the source's taxonomy."""
     from vignette_bench.eval.leaderboard.protocol import plan_differences
@@ -445,8 +449,10 @@ def _check_answered(entry: dict, frame: pd.DataFrame, plan: Any, complete: bool)
     if complete and (missing or extra):
         raise EntryError(
             "responses.question_id",
-            f"{VERSION} asks {len(expected)} questions; {len(missing)} of them have no answer and {len(extra)} answers "
-            "are not protocol questions (a subset or another plan is not the protocol; submit it as custom)",
+            f"{claimed} {'asks' if claimed == VERSION else 'ask'} {len(expected)} questions; {len(missing)} of them have no answer and {len(extra)} "
+            "answers are not in that plan (a chosen subset of a run's answers, or another plan's; submit every "
+            "answer the run gave"
+            + ("; another plan is not the protocol: submit it as custom)" if claimed == VERSION else ")"),
         )
     if extra:
         raise EntryError(
@@ -540,5 +546,5 @@ def write_new_entry(entry: dict, path: Path) -> Path:
 
 def write_entry(entry: dict, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(entry, indent=2, allow_nan=False) + "\n")
-    return path
+    # atomic: a full disk left a truncated entry (2,048 bytes) that blocked the rerun
+    return atomic.write_text(path, json.dumps(entry, indent=2, allow_nan=False) + "\n")

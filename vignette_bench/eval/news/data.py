@@ -52,16 +52,17 @@ def load_news(source: str | Path, limit: int | None = None) -> datasets.Dataset:
 def _read_url_source(root: str) -> pa.Table:
     import fsspec
 
+    from vignette_bench.remote import http_options, read_url
+
     try:
-        with fsspec.open(f"{root}/news/{MANIFEST}") as handle:
-            names = json.load(handle)["files"]
+        names = json.loads(read_url(f"{root}/news/{MANIFEST}", 1 << 20))["files"]
     except FileNotFoundError as error:
         raise FileNotFoundError(
             f"{root}/news/{MANIFEST} not found: a URL source needs the manifest that `vignette build news` writes"
         ) from error
     tables = []
     for name in names:
-        with fsspec.open(f"{root}/news/{name}") as handle:
+        with fsspec.open(f"{root}/news/{name}", **http_options(root)) as handle:
             tables.append(pq.read_table(handle))
     return pa.concat_tables(tables)
 

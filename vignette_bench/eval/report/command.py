@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from vignette_bench import atomic
 from vignette_bench.eval.analysis.names import parse_labels
 from vignette_bench.eval.analysis.page import write_html, write_markdown
 from vignette_bench.eval.report.arguments import report_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
@@ -42,7 +43,7 @@ def make_report(
         sections.append(news_section(news))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "findings.txt").write_text("\n".join(line for s in sections for line in s.plain) + "\n")
+    atomic.write_text(out / "findings.txt", "\n".join(line for s in sections for line in s.plain) + "\n")
     return write_markdown(title, sections, out), write_html(title, sections, out)
 
 

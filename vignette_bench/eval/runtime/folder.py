@@ -15,17 +15,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import socket
-import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from vignette_bench.atomic import _TEMP_NAME, _alive, _host, _writer, atomic_write
 from vignette_bench.eval.runtime.runlog import PartWriter, iter_part
 from vignette_bench.formats.responses import with_response_columns
 from vignette_bench.formats.run_record import RunRecord
@@ -170,17 +168,15 @@ class RunFolder:
 
     def keep_taxonomy(self, base: str) -> Path:
         """Copy the taxonomy at `base` (any fsspec folder) once; a later session keeps the first copy."""
-        import fsspec
-
-        from vignette_bench.taxonomy import TAXONOMY_FILES, load_taxonomy
+        from vignette_bench.remote import read_url
+        from vignette_bench.taxonomy import MAX_TAXONOMY_FILE_BYTES, TAXONOMY_FILES, load_taxonomy
 
         folder = self.taxonomy_dir
         if not folder.exists():
             tmp = self.path / f".{self.TAXONOMY}.{_writer()}.tmp"
             tmp.mkdir(parents=True, exist_ok=True)
             for name in TAXONOMY_FILES:
-                with fsspec.open(f"{base.rstrip('/')}/{name}", "rb") as f:
-                    (tmp / name).write_bytes(f.read())
+                (tmp / name).write_bytes(read_url(f"{base.rstrip('/')}/{name}", MAX_TAXONOMY_FILE_BYTES))
             load_taxonomy(tmp)  # validate before keeping it
             try:
                 os.rename(tmp, folder)
@@ -189,53 +185,5 @@ class RunFolder:
         return folder
 
 
-# Temp names carry their writer (host and pid), so a later session can tell a dead process's leftovers
-# from a live one's: `.<name>.<host>-<pid>[.<8 hex>].tmp`.
-_TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<host>[^.]+)-(?P<pid>\d+)(\.[0-9a-f]{8})?\.tmp$")
-
-
-def _host() -> str:
-    return re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname()) or "host"
-
-
-def _writer() -> str:
-    return f"{_host()}-{os.getpid()}"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
-
-
-def atomic_write(path: Path, write: Callable[[Path], Any]) -> Path:
-    """`write(tmp)` to a temp file beside `path`, fsync it, then os.replace: readers see the old file or the new."""
-    tmp = path.with_name(f".{path.name}.{_writer()}.{uuid.uuid4().hex[:8]}.tmp")  # unique per writer (ranks, threads)
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-    return path
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make the rename itself durable (POSIX); where a folder cannot be opened (Windows) the rename stands as is."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+# The temp-name pattern, writer, liveness and atomic write live in vignette_bench/atomic.py (every stage writes
+# whole files that way); re-exported here, where the run folder's code and tests have always found them.

@@ -58,6 +58,7 @@ from vignette_bench.eval.runtime.runlog import ShardBusy, iter_part, tail_state
 from vignette_bench.formats.pair_config import PairConfig
 from vignette_bench.formats.run_record import ORDERS, DatasetProvenance, ModelProvenance, RunRecord, RunSettings
 from vignette_bench.formats.selection import SelectionRecord
+from vignette_bench.loader.reader import MAX_INDEX_BYTES
 from vignette_bench.redaction import redact, redact_argv, redact_json
 from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
 
@@ -211,7 +212,7 @@ def open_pairs(settings: RunSettings) -> PairSource:
     revision = {
         "selection": SelectionRecord.from_json(ds.info.description, "info.description").to_json(),
         # the index lists every render with its sha256: its digest pins the exact images asked about
-        "index_sha256": hashlib.sha256(source.read(vignette.INDEX_PATH)).hexdigest(),
+        "index_sha256": hashlib.sha256(source.read(vignette.INDEX_PATH, max_bytes=MAX_INDEX_BYTES)).hexdigest(),
         "vignette_sha256": vignette.provenance_digest()[:16],  # every file that decides the pixels
         **_hub_revision(source.root),
     }
