@@ -77,6 +77,21 @@ def run_import(fmt: str, source: Path, out: Path, model_id: str = "unknown") -> 
             rows += got
             where += at
             files.append(ImportedFile(path=shown, sha256=sha256(path), rows=len(got)))
+    elif fmt == "lmms-eval":
+        from vignette_bench.eval.importing import lmms_eval_log
+
+        paths = [
+            p for p in _files(source, lmms_eval_log.SUFFIXES) if source.is_file() or lmms_eval_log.is_samples_file(p)
+        ]
+        not_recovered = lmms_eval_log.NOT_RECOVERED
+        for path in paths:
+            shown = str(path.relative_to(source)) if source.is_dir() else str(path)
+            got, at, model_id = lmms_eval_log.read_file(
+                path, shown, None if model_id == "unknown" else model_id, problems
+            )
+            rows += got
+            where += at
+            files.append(ImportedFile(path=shown, sha256=sha256(path), rows=len(got)))
     else:
         raise ImportError_(f"--format {fmt!r}: unknown")
     if not paths:
