@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 from typing import Any
 
@@ -76,13 +77,18 @@ def settings(config: str, env: dict[str, str] | None = None) -> RunSettings:
         raise SettingsError(f"the {ENV}* settings cannot be read ({type(e).__name__}: {e}); docs/lmms_eval.md") from e
 
 
-@functools.lru_cache(maxsize=4)
 def _pairs(config: str) -> tuple[Any, QuestionBuilder]:
-    """The run's pair source and question builder (opened once per config and process)."""
+    """The run's pair source and question builder for the settings the environment names now."""
+    return _open(json.dumps(settings(config).to_json(), sort_keys=True))
+
+
+@functools.lru_cache(maxsize=4)
+def _open(settings_json: str) -> tuple[Any, QuestionBuilder]:
+    """Opened once per settings and process (lmms-eval asks for each doc's image separately)."""
     from vignette_bench.eval.runtime.run import open_pairs
     from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
 
-    run = settings(config)
+    run = RunSettings.from_json(json.loads(settings_json), "settings")
     source = open_pairs(run)
     taxonomy = load_taxonomy(source.taxonomy or str(DATA_DIR))
     return source, QuestionBuilder(taxonomy, run.seed, run.paradigms, run.variants)
@@ -125,7 +131,9 @@ def question(doc: dict[str, Any]) -> Question:
     return Question(**fields)
 
 
-@functools.lru_cache(maxsize=8)
+# lmms-eval's openai backend sends the questions in its own order (grouped by prompt prefix), not pair by pair:
+# keep enough composed pairs (672x336 RGB: 0.7 MB each) that one is rarely composed twice
+@functools.lru_cache(maxsize=64)
 def _image(config: str, index: int) -> Any:
     source, _ = _pairs(config)
     return source.compose(source.rows[index])

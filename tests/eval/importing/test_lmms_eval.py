@@ -29,6 +29,7 @@ from PIL import Image
 from tests import REPO_ROOT
 from vignette_bench.dataset_builder.sample import build_sample
 from vignette_bench.eval.adapters.base import (
+    CHOICE_SYSTEM_PROMPT,
     ChoiceRequest,
     ChoiceResult,
     ModelAdapter,
@@ -36,7 +37,9 @@ from vignette_bench.eval.adapters.base import (
     TextResult,
     match_option,
 )
+from vignette_bench.eval.runtime.run import run
 from vignette_bench.eval.serve.server import ChatServer
+from vignette_bench.lmms_eval_tasks import utils
 
 LMMS_VENV = Path(os.environ.get("VIGNETTE_LMMS_VENV", REPO_ROOT / ".venv-lmms"))
 LMMS_EVAL = LMMS_VENV / "bin" / "lmms-eval"
@@ -157,6 +160,43 @@ def test_lmms_eval_log_imports_to_the_answers_of_vignette_run(source: str, tmp_p
     record = json.loads((imported / "run.json").read_text())
     assert record["imported"]["format"] == "lmms-eval"
     assert _vignette("report", str(imported), "--out", str(tmp_path / "report"), "--figures", "none")
+
+
+def test_task_docs_are_the_questions_of_vignette_run(source: str, tmp_path: Path, monkeypatch) -> None:
+    """Without lmms-eval: the docs the task hands it, their messages and the reading of replies."""
+    for key, value in {**SETTINGS, "SOURCE": source}.items():
+        monkeypatch.setenv(f"VIGNETTE_{key}", value)
+    docs = utils.docs("identity_contrast")
+    settings = utils.settings("identity_contrast").model_copy(update={"model": "random"})
+    responses = pq.read_table(run(settings, tmp_path / "run", progress=False).responses).to_pylist()  # type: ignore[arg-type]
+    assert [d["question_id"] for d in docs] == [r["question_id"] for r in responses]
+    assert [d["options"] for d in docs] == [r["options"] for r in responses]
+    image_doc = next(d for d in docs if d["modality"] == "image")
+    text_doc = next(d for d in docs if d["modality"] == "text")
+    system, user = utils.doc_to_messages(image_doc)
+    assert system["content"] == [{"type": "text", "text": CHOICE_SYSTEM_PROMPT}]
+    assert user["content"][0]["url"].size == (96, 48) and user["content"][1]["text"] == image_doc["prompt"]
+    assert [part["type"] for part in utils.doc_to_messages(text_doc)[1]["content"]] == ["text"]
+    option = image_doc["options"][1]
+    for reply in (option, json.dumps({"choice": option}), option.upper() + "."):
+        row = utils.process_results(image_doc, [reply])["vignette_response"]
+        assert row["choice"] == option and row["valid"] and row["raw"] == reply
+    row = utils.process_results(image_doc, [f"I think {option}"])["vignette_response"]
+    assert row["choice"] is None and not row["valid"] and row["error"] == "answer is not one of the options"
+
+
+def test_task_settings_errors_name_the_variable(source: str, monkeypatch) -> None:
+    monkeypatch.delenv("VIGNETTE_SOURCE", raising=False)
+    with pytest.raises(utils.SettingsError, match="VIGNETTE_SOURCE is not set"):
+        utils.settings("identity_contrast")
+    monkeypatch.setenv("VIGNETTE_SOURCE", source)
+    monkeypatch.setenv("VIGNETTE_SAMPLE", "lots")
+    with pytest.raises(utils.SettingsError, match=r"VIGNETTE_\* settings cannot be read"):
+        utils.settings("identity_contrast")
+    monkeypatch.setenv("VIGNETTE_SAMPLE", "1")
+    monkeypatch.setenv("VIGNETTE_PARADIGMS", "factuality")
+    with pytest.raises(utils.SettingsError, match="portraits: no questions"):
+        utils.process_portraits(None)
 
 
 def test_a_log_of_another_task_is_named_and_nothing_written(tmp_path: Path) -> None:
