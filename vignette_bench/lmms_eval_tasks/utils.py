@@ -15,8 +15,9 @@ VIGNETTE_PARADIGMS (comma-separated), VIGNETTE_VARIANTS (space-separated, as `--
 A chat backend gets the messages `vignette run`'s openai adapter sends (system turn with the choice
 instruction, then the image and the prompt); a simple backend gets the image and the prompt. The answer is
 read as the openai adapter reads it (an option word for word, or JSON {"choice": option}); anything else is an
-invalid answer. Each logged sample carries the responses-schema row (`Question.response`) under
-`vignette_response`, which `vignette import --format lmms-eval` turns into a run folder.
+invalid answer. Each logged sample carries, under `vignette_response`, the responses-schema row
+(`Question.response`) and the run settings and dataset record `vignette run` would write (JSON), which
+`vignette import --format lmms-eval` turns into a run folder.
 """
 
 from __future__ import annotations
@@ -95,13 +96,20 @@ def _open(settings_json: str) -> tuple[Any, QuestionBuilder]:
 
 
 def docs(config: str) -> list[dict[str, Any]]:
-    """One doc per question `vignette run` would ask, in its plan order: the question's fields and its pair."""
+    """One doc per question `vignette run` would ask, in its plan order: the question's fields, its pair, and
+    (as JSON, the same in every doc, so any doc of a log names them) the run settings and what `vignette run`
+    records of the dataset (source, selection, index digest), which `vignette import` keeps."""
+    run = settings(config)
     source, builder = _pairs(config)
+    provenance = {
+        "vignette_settings": json.dumps(run.to_json(), sort_keys=True),
+        "vignette_dataset": json.dumps({"source": run.source, "config": config, **source.revision}, sort_keys=True),
+    }
     out = []
     for index, row in enumerate(source.rows):
         for q in builder(row):
             doc = {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(q).items()}
-            out.append({**doc, "pair_index": index})
+            out.append({**doc, "pair_index": index, **provenance})
     return out
 
 
@@ -176,9 +184,11 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
         else ChoiceResult(q.question_id, None, reply, valid=False, error="answer is not one of the options")
     )
     row = q.response(result, MODEL)
-    return {"vignette_valid": 1.0 if row["valid"] else 0.0, "vignette_response": row}
+    # lmms-eval 0.7.3 logs a sample's metrics but not its doc: the provenance travels with the row
+    answer = {"row": row, "settings": doc["vignette_settings"], "dataset": doc["vignette_dataset"]}
+    return {"vignette_valid": 1.0 if row["valid"] else 0.0, "vignette_response": answer}
 
 
-def count_answers(rows: list[dict[str, Any]]) -> int:
+def count_answers(answers: list[dict[str, Any]]) -> int:
     """The aggregation of `vignette_response`: how many questions were answered (the rows go to the sample log)."""
-    return len(rows)
+    return len(answers)

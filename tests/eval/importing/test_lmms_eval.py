@@ -159,6 +159,10 @@ def test_lmms_eval_log_imports_to_the_answers_of_vignette_run(source: str, tmp_p
     assert {r["model_id"] for r in theirs} == {"lmms-eval/openai/fixture"}
     record = json.loads((imported / "run.json").read_text())
     assert record["imported"]["format"] == "lmms-eval"
+    # the provenance the task logged: the same settings and dataset record (source, selection, index digest)
+    ran_record = json.loads((ran / "run.json").read_text())
+    assert record["dataset"] == ran_record["dataset"] and record["dataset"]["index_sha256"]
+    assert {**record["settings"], "model": ""} == {**ran_record["settings"], "model": ""}
     assert _vignette("report", str(imported), "--out", str(tmp_path / "report"), "--figures", "none")
 
 
@@ -179,9 +183,9 @@ def test_task_docs_are_the_questions_of_vignette_run(source: str, tmp_path: Path
     assert [part["type"] for part in utils.doc_to_messages(text_doc)[1]["content"]] == ["text"]
     option = image_doc["options"][1]
     for reply in (option, json.dumps({"choice": option}), option.upper() + "."):
-        row = utils.process_results(image_doc, [reply])["vignette_response"]
+        row = utils.process_results(image_doc, [reply])["vignette_response"]["row"]
         assert row["choice"] == option and row["valid"] and row["raw"] == reply
-    row = utils.process_results(image_doc, [f"I think {option}"])["vignette_response"]
+    row = utils.process_results(image_doc, [f"I think {option}"])["vignette_response"]["row"]
     assert row["choice"] is None and not row["valid"] and row["error"] == "answer is not one of the options"
 
 
@@ -225,3 +229,22 @@ def test_a_log_of_another_task_is_named_and_nothing_written(tmp_path: Path) -> N
     assert done.returncode == 2, done.stderr
     assert "model/20260101_samples_mme.jsonl: row 1: vignette_response: missing" in done.stderr
     assert "Traceback" not in done.stderr and not out.exists()
+
+
+def test_logs_of_several_settings_are_one_problem(source: str, monkeypatch) -> None:
+    """Answers logged with other settings or another source are not merged under one run's provenance."""
+    from vignette_bench.eval.importing.core import Problems
+    from vignette_bench.eval.importing.lmms_eval_log import provenance
+
+    for key, value in {**SETTINGS, "SOURCE": source}.items():
+        monkeypatch.setenv(f"VIGNETTE_{key}", value)
+    doc = utils.docs("identity_contrast")[0]
+    one = (doc["vignette_settings"], doc["vignette_dataset"])
+    problems = Problems()
+    settings, dataset = provenance({one}, "m", problems)
+    assert not problems.items and settings.seed == 5 and settings.model == "m" and dataset.index_sha256
+    other_seed = json.dumps({**json.loads(one[0]), "seed": 6})
+    assert provenance({one, (other_seed, one[1])}, "m", problems) == (None, None)
+    assert problems.items == [
+        "logs: vignette_response: the logs ask about several sources, image sets or settings: import each separately"
+    ]

@@ -8,7 +8,7 @@ from pathlib import Path
 from vignette_bench.errors import VignetteError
 from vignette_bench.eval.importing.arguments import import_add_arguments as add_arguments
 from vignette_bench.eval.importing.core import Identities, ImportProblems, Problems, sha256, write_run
-from vignette_bench.formats.run_record import ImportedFile
+from vignette_bench.formats.run_record import DatasetProvenance, ImportedFile, RunSettings
 from vignette_bench.taxonomy import load_taxonomy
 
 __all__ = ["add_arguments", "main"]
@@ -38,6 +38,8 @@ def run_import(fmt: str, source: Path, out: Path, model_id: str = "unknown") -> 
     files: list[ImportedFile] = []
     not_recovered: tuple[str, ...] = ()
     consequences: tuple[str, ...] = ()
+    settings: RunSettings | None = None  # the run's own settings and source, where the format records them
+    dataset: DatasetProvenance | None = None
     if fmt == "vignette-csv":
         from vignette_bench.eval.importing import vignette_csv as reader
 
@@ -84,14 +86,18 @@ def run_import(fmt: str, source: Path, out: Path, model_id: str = "unknown") -> 
             p for p in _files(source, lmms_eval_log.SUFFIXES) if source.is_file() or lmms_eval_log.is_samples_file(p)
         ]
         not_recovered = lmms_eval_log.NOT_RECOVERED
+        runs: set[tuple[str, str]] = set()
         for path in paths:
             shown = str(path.relative_to(source)) if source.is_dir() else str(path)
-            got, at, model_id = lmms_eval_log.read_file(
+            got, at, model_id, named = lmms_eval_log.read_file(
                 path, shown, None if model_id == "unknown" else model_id, problems
             )
             rows += got
             where += at
+            runs |= named
             files.append(ImportedFile(path=shown, sha256=sha256(path), rows=len(got)))
+        if not problems.items:
+            settings, dataset = lmms_eval_log.provenance(runs, model_id, problems)
     else:
         raise ImportError_(f"--format {fmt!r}: unknown")
     if not paths:
@@ -109,6 +115,8 @@ def run_import(fmt: str, source: Path, out: Path, model_id: str = "unknown") -> 
         not_recovered=not_recovered,
         consequences=consequences,
         taxonomy=taxonomy,
+        settings=settings,
+        dataset=dataset,
     )
 
 

@@ -2,9 +2,9 @@
 responses rows.
 
 lmms-eval writes `<output_path>/<model>/<date>_samples_<task>.jsonl` (one line per question) beside
-`<date>_results.json`. Each line of a VIGNETTE task carries the responses-schema row under `vignette_response`,
-made by `Question.response` inside the task (the same code `vignette run` uses), and the question's fields under
-`doc`; so nothing is re-derived here. The model is named in the results file (`config.model`, and the `model`,
+`<date>_results.json`. Each line of a VIGNETTE task carries under `vignette_response` the responses-schema row
+(`row`), made by `Question.response` inside the task (the same code `vignette run` uses), and the run's
+`settings` and `dataset` record as JSON; so nothing is re-derived here. The model is named in the results file (`config.model`, and the `model`,
 `model_version` or `pretrained` of `config.model_args`) unless `--model` names it. A line of another task, or a
 file that is not JSON lines, is named as a problem.
 """
@@ -45,16 +45,20 @@ def model_name(samples: Path) -> str | None:
     return "/".join(p for p in ("lmms-eval", backend, name) if p) if backend or name else None
 
 
-def read_file(path: Path, shown: str, model_id: str | None, problems: Problems) -> tuple[list[dict], list[str], str]:
-    """(rows, where each row came from, the model that answered) of one samples file."""
+def read_file(
+    path: Path, shown: str, model_id: str | None, problems: Problems
+) -> tuple[list[dict], list[str], str, set[tuple[str, str]]]:
+    """(rows, where each row came from, the model that answered, the distinct (settings, dataset) JSON pairs
+    its answers carry) of one samples file."""
     model = model_id or model_name(path) or "lmms-eval"
     rows: list[dict[str, Any]] = []
     where: list[str] = []
+    runs: set[tuple[str, str]] = set()
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as e:
         problems.add(shown, None, None, f"cannot be read ({type(e).__name__}: {e})")
-        return [], [], model
+        return [], [], model, runs
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -63,8 +67,12 @@ def read_file(path: Path, shown: str, model_id: str | None, problems: Problems) 
         except ValueError as e:
             problems.add(shown, n, None, f"not JSON ({e}): is this lmms-eval's --log_samples output?")
             continue
-        response = sample.get(FIELD) if isinstance(sample, dict) else None
-        if not isinstance(response, dict) or not response.get("question_id"):
+        answer = sample.get(FIELD) if isinstance(sample, dict) else None
+        if (
+            not isinstance(answer, dict)
+            or not isinstance(answer.get("row"), dict)
+            or not answer["row"].get("question_id")
+        ):
             problems.add(
                 shown,
                 n,
@@ -72,16 +80,37 @@ def read_file(path: Path, shown: str, model_id: str | None, problems: Problems) 
                 "missing: is this a log of a VIGNETTE task (lmms-eval --include_path vignette_bench/lmms_eval_tasks)?",
             )
             continue
-        doc = sample.get("doc") if isinstance(sample.get("doc"), dict) else {}
-        if doc.get("question_id") not in (None, response["question_id"]):
-            problems.add(
-                shown, n, "doc", f"question {doc.get('question_id')!r} but the answer is to {response['question_id']!r}"
-            )
-            continue
-        row = dict(response)
+        if isinstance(answer.get("settings"), str) and isinstance(answer.get("dataset"), str):
+            runs.add((answer["settings"], answer["dataset"]))
+        row = dict(answer["row"])
         row["model_id"] = model
         rows.append(row)
         where.append(f"{shown}: line {n} (doc {sample.get('doc_id')})")
     if not lines:
         problems.add(shown, None, None, "empty: the task logged no samples")
-    return rows, where, model
+    return rows, where, model, runs
+
+
+def provenance(runs: set[tuple[str, str]], model_id: str, problems: Problems) -> tuple[Any, Any]:
+    """The run settings and dataset provenance the logs' answers carry, as `vignette run` records them (the
+    configs joined when several tasks were logged); logs of several sources, image sets or settings are one
+    problem (import them separately). (None, None) for logs that carry none."""
+    from vignette_bench.formats.run_record import DatasetProvenance, RunSettings
+
+    if not runs:
+        return None, None
+    settings = [RunSettings.from_json(json.loads(s), "log: vignette_response.settings") for s, _ in sorted(runs)]
+    datasets = [json.loads(d) for _, d in sorted(runs)]
+    configs = "+".join(sorted({s.config for s in settings}))
+    if (
+        len({s.model_copy(update={"config": ""}).model_dump_json() for s in settings}) > 1
+        or len({(d.get("source"), d.get("index_sha256")) for d in datasets}) > 1
+    ):
+        problems.add(
+            "logs", None, FIELD, "the logs ask about several sources, image sets or settings: import each separately"
+        )
+        return None, None
+    return (
+        settings[0].model_copy(update={"config": configs, "model": model_id}),
+        DatasetProvenance.from_json({**datasets[0], "config": configs}, "log: vignette_response.dataset", "dataset"),
+    )
