@@ -28,6 +28,7 @@ import json
 import os
 from typing import Any
 
+from vignette_bench.errors import VignetteError
 from vignette_bench.eval.adapters.base import CHOICE_SYSTEM_PROMPT, ChoiceResult, match_option
 from vignette_bench.eval.runtime.questions import Question, QuestionBuilder
 from vignette_bench.formats.run_record import PARADIGMS, RunSettings, Variants
@@ -38,7 +39,7 @@ _TUPLES = tuple(f.name for f in dataclasses.fields(Question) if str(f.type).star
 _FIELDS = tuple(f.name for f in dataclasses.fields(Question))
 
 
-class SettingsError(ValueError):
+class SettingsError(VignetteError, ValueError):
     """An environment variable that cannot be read as the `vignette run` option it stands for."""
 
 
