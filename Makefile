@@ -9,7 +9,7 @@ export HF_DATASETS_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo demo-news demo-explain lint test venv clean bench-runner sysdeps
+.PHONY: demo demo-news demo-explain lint test venv clean bench-runner sysdeps lmms-venv
 
 # The project itself is installed (editable, with every extra) so .venv/bin/vignette exists;
 # requirements.txt pins what pyproject.toml leaves open (torch's CPU build above all).
@@ -56,8 +56,26 @@ sysdeps:
 	    || echo "warning: apt-get could not install $(SYSDEPS): the browser and nginx tests will skip"; \
 	else echo "warning: $(SYSDEPS) not installed and not root: the browser and nginx tests will skip"; fi
 
-test: lint sysdeps
+# lmms-eval in a venv of its own (docs/lmms_eval.md): it pins transformers and datasets apart from ours.
+# The registry's torchvision does not load with this machine's torch CPU build ("operator torchvision::nms
+# does not exist") and transformers imports it whenever it is installed, so it is removed; the VIGNETTE tasks
+# and lmms-eval's openai backend need none of it. filelock < 4: lmms-eval 0.7.3 patches filelock._api, which
+# filelock 4 no longer has. The project goes in editable for the tasks' utils.py.
+# Fail-soft like sysdeps: when the install fails, tests/eval/importing/test_lmms_eval.py skips.
+LMMS_VENV := .venv-lmms
+$(LMMS_VENV)/.installed:
+	rm -rf $(LMMS_VENV)
+	$(PYTHON) -m venv $(LMMS_VENV)
+	$(LMMS_VENV)/bin/python -m pip install --quiet torch==2.13.0 lmms-eval==0.7.3 "filelock<4" -e .
+	$(LMMS_VENV)/bin/python -m pip uninstall --quiet -y torchvision
+	touch $@
+
+lmms-venv:
+	@$(MAKE) --no-print-directory $(LMMS_VENV)/.installed \
+	  || (rm -rf $(LMMS_VENV); echo "warning: could not install lmms-eval into $(LMMS_VENV): the lmms-eval test will skip")
+
+test: lint sysdeps lmms-venv
 	$(PY) -m pytest -q -n 2 tests
 
 clean:
-	rm -rf $(VENV) demo_out
+	rm -rf $(VENV) $(LMMS_VENV) demo_out

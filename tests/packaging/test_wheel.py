@@ -61,6 +61,8 @@ def test_wheel_carries_the_data_the_code_reads(wheel: Path) -> None:
         assert f"vignette_bench/metrics/{metric}/README.md" in names
     assert "vignette_bench/cards/dataset_card_template.md" in names
     assert "vignette_bench/eval/leaderboard/entry.schema.json" in names
+    for task_file in ("vignette_identity_contrast.yaml", "_vignette_template_yaml", "placeholder.jsonl"):
+        assert f"vignette_bench/lmms_eval_tasks/{task_file}" in names  # lmms-eval --include_path
     # every folder of Python code is a package in the wheel (a folder without __init__.py is dropped)
     code_dirs = {
         p.parent.relative_to(REPO_ROOT).as_posix()

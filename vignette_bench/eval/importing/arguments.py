@@ -6,7 +6,7 @@ import argparse
 
 from vignette_bench import cli_options
 
-FORMATS = ("vignette-csv", "table", "inspect")
+FORMATS = ("vignette-csv", "table", "inspect", "lmms-eval")
 DEFAULT_MAX_MB = (
     128  # source MiB an import reads: ~1.1 GB peak at the cap (benchmarks/import_memory.py; docs/import.md)
 )
@@ -17,7 +17,7 @@ def import_add_arguments(p: argparse.ArgumentParser) -> None:
     cli_options.source(
         p,
         "what to read: a file, or a folder (vignette-csv: every *.csv under it; table: one .csv/.parquet/.jsonl; "
-        "inspect: every .eval/.json log under it)",
+        "inspect: every .eval/.json log under it; lmms-eval: every *_samples_*.jsonl under its --output_path)",
         required=True,
     )
     cli_options.out(p, "the run folder to create (responses.parquet + run.json); must not exist yet", required=True)

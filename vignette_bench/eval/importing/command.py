@@ -19,7 +19,7 @@ from vignette_bench.eval.importing.core import (
     text_problem,
     write_run,
 )
-from vignette_bench.formats.run_record import ImportedFile
+from vignette_bench.formats.run_record import DatasetProvenance, ImportedFile, RunSettings
 from vignette_bench.taxonomy import load_taxonomy
 
 __all__ = ["add_arguments", "main"]
@@ -86,6 +86,8 @@ def run_import(
     files: list[ImportedFile] = []
     not_recovered: tuple[str, ...] = ()
     consequences: tuple[str, ...] = ()
+    settings: RunSettings | None = None  # the run's own settings and source, where the format records them
+    dataset: DatasetProvenance | None = None
     if fmt == "vignette-csv":
         from vignette_bench.eval.importing import vignette_csv as reader
 
@@ -136,6 +138,24 @@ def run_import(
             shown = str(path.relative_to(source)) if source.is_dir() else str(path)
             got, model_id = inspect_log.read_file(path, shown, None if model_id == "unknown" else model_id, answers)
             files.append(ImportedFile(path=shown, sha256=sha256(path), rows=got))
+    elif fmt == "lmms-eval":
+        from vignette_bench.eval.importing import lmms_eval_log
+
+        paths = [
+            p for p in _files(source, lmms_eval_log.SUFFIXES) if source.is_file() or lmms_eval_log.is_samples_file(p)
+        ]
+        _check_size(paths, source, max_bytes)
+        not_recovered = lmms_eval_log.NOT_RECOVERED
+        runs: set[tuple[str, str]] = set()
+        for path in paths:
+            shown = str(path.relative_to(source)) if source.is_dir() else str(path)
+            got, model_id, named = lmms_eval_log.read_file(
+                path, shown, None if model_id == "unknown" else model_id, answers
+            )
+            runs |= named
+            files.append(ImportedFile(path=shown, sha256=sha256(path), rows=got))
+        if not problems.items:
+            settings, dataset = lmms_eval_log.provenance(runs, model_id, problems)
     else:
         raise ImportError_(f"--format {fmt!r}: unknown")
     if not paths:
@@ -152,6 +172,8 @@ def run_import(
         not_recovered=not_recovered,
         consequences=consequences,
         taxonomy=taxonomy,
+        settings=settings,
+        dataset=dataset,
     )
 
 

@@ -339,8 +339,12 @@ def write_run(
     not_recovered: Sequence[str],
     consequences: Sequence[str],
     taxonomy: Taxonomy,
+    settings: RunSettings | None = None,
+    dataset: DatasetProvenance | None = None,
 ) -> Path:
-    """Check the rows as the one responses reader does, then write responses.parquet and run.json."""
+    """Check the rows as the one responses reader does, then write responses.parquet and run.json.
+    `settings` and `dataset`: the run's own, where the format records them (lmms-eval logs); else what the rows
+    say, with `source`."""
     import pyarrow.compute as pc
 
     table = answers.table()
@@ -348,10 +352,11 @@ def write_run(
     paradigms = tuple(p for p in ("factuality", "perception", "stereotype", "decision") if p in present)
     configs = "+".join(sorted(pc.unique(table.column("config")).to_pylist()))
     record = RunRecord(
-        settings=RunSettings(source=source, config=configs, model=model_id, seed=0, paradigms=paradigms, orders="rule"),
+        settings=settings
+        or RunSettings(source=source, config=configs, model=model_id, seed=0, paradigms=paradigms, orders="rule"),
         template_hash=template_hash(taxonomy),
         model=ModelProvenance(model_id=model_id, adapter=f"import:{fmt}", revision=""),
-        dataset=DatasetProvenance(source=source, config=configs, revision=f"import:{fmt}"),
+        dataset=dataset or DatasetProvenance(source=source, config=configs, revision=f"import:{fmt}"),
         versions={"python": sys.version.split()[0]},
         imported=ImportedProvenance(
             format=fmt, files=tuple(files), not_recovered=tuple(not_recovered), consequences=tuple(consequences)
