@@ -76,10 +76,12 @@ def build_sample(
     news: bool = True,
     specs: bool = True,
     reduced: bool = True,
+    protocol: bool = True,
 ) -> Path:
     """Build a complete placeholder source at ``out_dir`` (replacing its renders) and return it: the
-    renders, and (``news``) the placeholder news sample and (``specs``) the pair spec tables, so that
-    one folder holds every config, as a published source does."""
+        renders, and (``news``) the placeholder news sample and (``specs``) the pair spec tables, so that
+        one folder holds every config, as a published source does; (``protocol``) the leaderboard protocol's
+    sample of each protocol config, with images, so plain ``datasets`` loads them too."""
     out_dir = Path(out_dir)
     if (out_dir / "renders").exists():
         shutil.rmtree(out_dir / "renders")  # a sample is rebuilt whole, never mixed with older shards
@@ -101,6 +103,10 @@ def build_sample(
         from vignette_bench.dataset_builder.pair_specs import write_pair_specs
 
         write_pair_specs(out_dir)
+    if protocol:
+        from vignette_bench.dataset_builder.protocol_sample import write_protocol_sample
+
+        write_protocol_sample(out_dir, progress=progress)
     write_card(out_dir)
     return out_dir
 
