@@ -27,7 +27,8 @@ def _card_configs(source: Path) -> list[str]:
 
 
 def test_the_card_declares_every_plain_config(source: Path) -> None:
-    expected = ["index", "news"] + sorted(f"{c}_specs" for c in vignette.CONFIGS)
+    # the protocol's configs (with images, under their own names: tests/dataset_builder/test_protocol_sample.py)
+    expected = ["index", "identity_contrast", "portraits", "news"] + sorted(f"{c}_specs" for c in vignette.CONFIGS)
     assert _card_configs(source) == expected == [name for name, _ in data_configs(source)]
 
 
