@@ -18,7 +18,7 @@ from vignette_bench.dataset_builder.sample import build_sample
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_sample(tmp_path_factory.mktemp("plain") / "src", size=32)
+    return build_sample(tmp_path_factory.mktemp("plain") / "src", size=32, protocol=True)
 
 
 def _card_configs(source: Path) -> list[str]:

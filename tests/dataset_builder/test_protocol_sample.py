@@ -35,7 +35,7 @@ CONFIGS = ("identity_contrast", "portraits")
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_sample(tmp_path_factory.mktemp("protocol") / "src", size=32, news=False)
+    return build_sample(tmp_path_factory.mktemp("protocol") / "src", size=32, news=False, protocol=True)
 
 
 def _card(root: Path) -> dict:

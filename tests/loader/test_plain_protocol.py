@@ -85,7 +85,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_sample(tmp_path_factory.mktemp("plain_protocol") / "src", size=48, news=False)
+    return build_sample(tmp_path_factory.mktemp("plain_protocol") / "src", size=48, news=False, protocol=True)
 
 
 def _pixels(image: Any) -> str:

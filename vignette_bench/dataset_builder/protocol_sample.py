@@ -298,7 +298,9 @@ def write_protocol_sample(
     source = str(source)
     out_dir = Path(out if out is not None else source)
     if out is None and not Path(source).is_dir():
-        raise ProtocolSampleError(f"--source {source} is not a local folder: pass --out DIR to write the files to")
+        raise ProtocolSampleError(
+            f"--source {source}: no such local folder to write into; for a URL or Hub source pass --out DIR"
+        )
     wanted = configs or protocol_configs()
     unknown = [c for c in wanted if c not in protocol_configs()]
     if unknown:

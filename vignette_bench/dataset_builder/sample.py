@@ -76,7 +76,7 @@ def build_sample(
     news: bool = True,
     specs: bool = True,
     reduced: bool = True,
-    protocol: bool = True,
+    protocol: bool = False,
 ) -> Path:
     """Build a complete placeholder source at ``out_dir`` (replacing its renders) and return it: the
         renders, and (``news``) the placeholder news sample and (``specs``) the pair spec tables, so that
@@ -125,6 +125,7 @@ def main(args: argparse.Namespace) -> int:
         activities=[s.strip() for s in args.activities.split(",") if s.strip()],
         progress=sys.stderr.isatty(),
         renders_per_cell=args.renders_per_cell,
+        protocol=True,
     )
     for p in sorted(out.rglob("*")):
         if p.is_file():
