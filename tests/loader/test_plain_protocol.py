@@ -85,7 +85,10 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_sample(tmp_path_factory.mktemp("plain_protocol") / "src", size=48, news=False, protocol=True)
+    # renders above 352 px get reduced copies, so pairs compose from them, as in a real source
+    src = build_sample(tmp_path_factory.mktemp("plain_protocol") / "src", size=400, news=False, protocol=True)
+    assert (src / "reduced").is_dir()
+    return src
 
 
 def _pixels(image: Any) -> str:
