@@ -9,7 +9,7 @@ config's own name, so ``datasets.load_dataset(SRC, "identity_contrast")`` return
 installed. Which pairs: the leaderboard's `plan_for` and the runner's `pair_config` (the code that rebuilds
 a protocol run's questions), never a selection of our own. The rows are `vignette.load_dataset(SRC,
 pair_config=...)`'s, in its order, every column; each image is that dataset's own decoded image, stored as
-lossless WebP (the same pixels; ~29% smaller than PNG, BENCHMARKS.md).
+lossless WebP (the same pixels; 26-31% smaller than PNG, BENCHMARKS.md).
 
 Resumable: shard by shard, each written to a temporary file and renamed, then recorded (rows, bytes,
 sha256) in ``protocol/<config>/manifest.json`` (also written atomically). A rerun skips every shard whose
@@ -39,8 +39,8 @@ MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1  # part of plan_sha256: a manifest of another layout is rebuilt, not trusted
 SHARD_KEYS = {"file": str, "rows": int, "bytes": int, "sha256": str, "arrow_bytes": int}
 SPLIT = "test"
-# Lossless WebP at Pillow's default effort (method 4): exactly the pixels, ~29% smaller than PNG on the
-# sample; method 6 saves ~1% more at ~17x the time (benchmarks/protocol_sample_size.py).
+# Lossless WebP at Pillow's default effort (method 4): exactly the pixels, 26-31% smaller than PNG (210 vs
+# 306 kB per photographic pair); method 6 saves 0.1-3.5% more at 16-32x the time (benchmarks/protocol_sample_size.py).
 IMAGE_FORMAT = "WEBP"
 IMAGE_OPTIONS: dict[str, Any] = {"lossless": True}
 ROW_GROUP_ROWS = 50  # a streaming reader fetches one row group at a time: ~50 images, a few MB
