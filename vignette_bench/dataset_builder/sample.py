@@ -81,7 +81,10 @@ def build_sample(
     """Build a complete placeholder source at ``out_dir`` (replacing its renders) and return it: the
         renders, and (``news``) the placeholder news sample and (``specs``) the pair spec tables, so that
         one folder holds every config, as a published source does; (``protocol``) the leaderboard protocol's
-    sample of each protocol config, with images, so plain ``datasets`` loads them too."""
+    sample of each protocol config, with images, so plain ``datasets`` loads them too. `vignette build
+    sample` passes ``protocol=True``; the Python default is off because encoding the pairs (lossless WebP,
+    ~70 ms CPU each, BENCHMARKS.md) is most of a small sample's build, which most tests and the demo
+    (lazy loader only) do not need."""
     out_dir = Path(out_dir)
     if (out_dir / "renders").exists():
         shutil.rmtree(out_dir / "renders")  # a sample is rebuilt whole, never mixed with older shards
