@@ -66,6 +66,7 @@ OWN_FLAGS: dict[str, set[str]] = {
     "build news": {"--images", "--rows", "--skip-bad", "--rows-per-shard", "--placeholder"},
     "build reduce": {"--quality"},
     "build specs": {"--configs", "--rows-per-file"},
+    "build protocol-sample": {"--configs", "--rows-per-shard"},
     "info": {"--json"},
     "show": {"--index", "--seam"},
     "run": {
@@ -115,6 +116,7 @@ READS_SOURCE = {
     "build verify",
     "build reduce",
     "build specs",
+    "build protocol-sample",
     "info",
     "show",
     "run",

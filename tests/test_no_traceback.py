@@ -28,6 +28,7 @@ CASES: dict[str, list[str]] = {
     "build news": ["--images", M, "--rows", M, "--out", OUT],
     "build reduce": ["--source", M],
     "build specs": ["--source", M],
+    "build protocol-sample": ["--source", M],
     "info": ["--source", M],
     "show": ["portraits", "--source", M, "--index", "0", "--out", OUT],
     "run": ["--source", M, "--config", "portraits", "--model", "random", "--out", OUT, "--no-progress"],

@@ -91,6 +91,11 @@ COMMANDS: dict[str, Command | Group] = {
                 "the pair configs' rows without images as parquet (plain datasets configs)",
                 arguments=f"{BUILD}.arguments:specs_add_arguments",
             ),
+            "protocol-sample": Command(
+                f"{BUILD}.protocol_sample",
+                "the leaderboard protocol's pairs with their images as parquet (plain datasets configs)",
+                arguments=f"{BUILD}.arguments:protocol_add_arguments",
+            ),
         },
     ),
     "info": Command("vignette_bench.loader.cli", "pair configs of a source and their sizes", attr="info_"),

@@ -18,7 +18,7 @@ from vignette_bench.dataset_builder.sample import build_sample
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_sample(tmp_path_factory.mktemp("plain") / "src", size=32)
+    return build_sample(tmp_path_factory.mktemp("plain") / "src", size=32, protocol=True)
 
 
 def _card_configs(source: Path) -> list[str]:
@@ -27,7 +27,8 @@ def _card_configs(source: Path) -> list[str]:
 
 
 def test_the_card_declares_every_plain_config(source: Path) -> None:
-    expected = ["index", "news"] + sorted(f"{c}_specs" for c in vignette.CONFIGS)
+    # the protocol's configs (with images, under their own names: tests/dataset_builder/test_protocol_sample.py)
+    expected = ["index", "identity_contrast", "portraits", "news"] + sorted(f"{c}_specs" for c in vignette.CONFIGS)
     assert _card_configs(source) == expected == [name for name, _ in data_configs(source)]
 
 

@@ -37,6 +37,7 @@ DEFAULT_SIDE = 352
 DEFAULT_QUALITY = 90
 
 
+PROTOCOL_ROWS_PER_SHARD = 200  # pairs per protocol-sample parquet file (BENCHMARKS.md: tens of MB)
 ROWS_PER_FILE = 1_000_000  # ~1.5 GB peak while a slice is built; ~20 MB per file
 
 
@@ -150,3 +151,15 @@ def specs_add_arguments(p: argparse.ArgumentParser) -> None:
     opt.source(p, type=Path, required=True, help="source folder (with renders/index.parquet and taxonomy/)")
     p.add_argument("--configs", default=None, help="comma-separated pair configs (default: all four)")
     p.add_argument("--rows-per-file", type=int, default=ROWS_PER_FILE)
+
+
+def protocol_add_arguments(p: argparse.ArgumentParser) -> None:
+    opt.source(p, required=True, help="source: local folder, base URL or Hub id (renders/index.parquet, taxonomy/)")
+    opt.out(
+        p,
+        type=Path,
+        default=None,
+        help="folder to write protocol/<config>/ into (default: the --source folder, whose card then declares them)",
+    )
+    p.add_argument("--configs", default=None, help="comma-separated protocol configs (default: all of them)")
+    p.add_argument("--rows-per-shard", type=int, default=PROTOCOL_ROWS_PER_SHARD, help="pairs per parquet file")

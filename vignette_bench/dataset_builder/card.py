@@ -2,8 +2,10 @@
 
 The numbers in the card are read from the source's own index, so the card cannot drift from
 the data. A config is declared only when its files exist (``index``; ``news`` with ``news/*.parquet``;
-``<config>_specs`` with ``pairs/<config>/*.parquet``), because ``datasets`` resolves every declared
-config's files.
+``<config>_specs`` with ``pairs/<config>/*.parquet``; a protocol config such as ``identity_contrast`` with
+a complete ``protocol/<config>/manifest.json``), because ``datasets`` resolves every declared config's
+files. The protocol configs also get a ``dataset_info`` entry (their features, with ``image`` as an Image,
+and their row count), so plain ``datasets`` decodes the image column to PIL.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ def data_configs(root: Path) -> list[tuple[str, str]]:
     and applies it to every config (a webdataset ``renders`` config first made ``news`` fail with "bad
     checksum"). The renders themselves load with the explicit ``webdataset`` builder (see the card)."""
     from vignette_bench.dataset_builder.pair_specs import SPECS_DIR, specs_config
+    from vignette_bench.dataset_builder.protocol_sample import PROTOCOL_DIR, complete_configs
 
     out = [("index", INDEX_PATH)]
+    out += [(config, f"{PROTOCOL_DIR}/{config}/*.parquet") for config in complete_configs(root)]
     if any((root / "news").glob("*.parquet")):
         out.append(("news", "news/*.parquet"))
     for folder in sorted((root / SPECS_DIR).iterdir()) if (root / SPECS_DIR).is_dir() else ():
@@ -58,6 +62,30 @@ def configs_yaml(root: Path) -> str:
     )
 
 
+def dataset_info_yaml(root: Path) -> str:
+    """The card's ``dataset_info:`` block for the protocol configs (empty when there are none)."""
+    import yaml
+
+    from vignette_bench.dataset_builder.protocol_sample import PROTOCOL_DIR, SPLIT, complete_configs, read_manifest
+    from vignette_bench.loader.load import features
+
+    items = []
+    for config in complete_configs(root):
+        manifest = read_manifest(root / PROTOCOL_DIR / config) or {}
+        size = sum(int(s["bytes"]) for s in manifest["shards"])
+        arrow = sum(int(s["arrow_bytes"]) for s in manifest["shards"])
+        items.append(
+            {
+                "config_name": config,
+                "features": features()._to_yaml_list(),
+                "splits": [{"name": SPLIT, "num_bytes": arrow, "num_examples": int(manifest["rows"])}],
+                "download_size": size,
+                "dataset_size": arrow,
+            }
+        )
+    return yaml.safe_dump({"dataset_info": items}, sort_keys=False) if items else ""
+
+
 def _size_category(n: int) -> str:
     for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K")):
         if n < limit:
@@ -78,6 +106,8 @@ def card_text(root: Path, source: str | None = None, license: str = "cc-by-4.0",
         "license": license,
         "size_category": _size_category(len(index)),
         "configs": configs_yaml(root),
+        "dataset_info": dataset_info_yaml(root),
+        "protocol_note": _protocol_note(root),
         "config_list": ", ".join(f"`{name}`" for name, _ in data_configs(root)),
         "placeholder_notice": (
             "> **Placeholder sample.** Every image here is a *drawn placeholder* (labelled PLACEHOLDER in\n"
@@ -106,6 +136,31 @@ def card_text(root: Path, source: str | None = None, license: str = "cc-by-4.0",
     for name, value in values.items():
         text = text.replace("{{" + name + "}}", value)
     return text
+
+
+def _protocol_note(root: Path) -> str:
+    """The card's first lines: which configs plain `datasets` loads with images, and what needs the package."""
+    import vignette
+    from vignette_bench.dataset_builder.protocol_sample import PROTOCOL_DIR, complete_configs, read_manifest
+    from vignette_bench.taxonomy import load_taxonomy
+
+    have = complete_configs(root)
+    total = vignette.info_table(load_taxonomy())["total"]
+    lazy = (
+        f"The full pair space ({total:,} pairs over four pair configs for the whole taxonomy) is composed on the "
+        "fly and needs the package: `pip install vignette-bench`, then `vignette.load_dataset(...)`."
+    )
+    if not have:
+        return f"**Which is which.** {lazy}\n\n"
+    counts = ", ".join(
+        f"`{c}` ({int((read_manifest(root / PROTOCOL_DIR / c) or {}).get('rows', 0)):,} pairs)" for c in have
+    )
+    return (
+        f"**Which is which.** `datasets.load_dataset(REPO, NAME)` with NAME one of {counts} gives the "
+        "leaderboard protocol's sample (`vignette-protocol/1`: the pairs and side orders a protocol run asks "
+        "about) with its images, from parquet, with `datasets` alone. "
+        f"{lazy}\n\n"
+    )
 
 
 def write_card(root: Path, source: str | None = None, license: str = "cc-by-4.0") -> Path:

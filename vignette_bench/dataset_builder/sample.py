@@ -76,10 +76,15 @@ def build_sample(
     news: bool = True,
     specs: bool = True,
     reduced: bool = True,
+    protocol: bool = False,
 ) -> Path:
     """Build a complete placeholder source at ``out_dir`` (replacing its renders) and return it: the
-    renders, and (``news``) the placeholder news sample and (``specs``) the pair spec tables, so that
-    one folder holds every config, as a published source does."""
+        renders, and (``news``) the placeholder news sample and (``specs``) the pair spec tables, so that
+        one folder holds every config, as a published source does; (``protocol``) the leaderboard protocol's
+    sample of each protocol config, with images, so plain ``datasets`` loads them too. `vignette build
+    sample` passes ``protocol=True``; the Python default is off because encoding the pairs (lossless WebP,
+    ~70 ms CPU each, BENCHMARKS.md) is most of a small sample's build, which most tests and the demo
+    (lazy loader only) do not need."""
     out_dir = Path(out_dir)
     if (out_dir / "renders").exists():
         shutil.rmtree(out_dir / "renders")  # a sample is rebuilt whole, never mixed with older shards
@@ -101,6 +106,10 @@ def build_sample(
         from vignette_bench.dataset_builder.pair_specs import write_pair_specs
 
         write_pair_specs(out_dir)
+    if protocol:
+        from vignette_bench.dataset_builder.protocol_sample import write_protocol_sample
+
+        write_protocol_sample(out_dir, progress=progress)
     write_card(out_dir)
     return out_dir
 
@@ -119,6 +128,7 @@ def main(args: argparse.Namespace) -> int:
         activities=[s.strip() for s in args.activities.split(",") if s.strip()],
         progress=sys.stderr.isatty(),
         renders_per_cell=args.renders_per_cell,
+        protocol=True,
     )
     for p in sorted(out.rglob("*")):
         if p.is_file():

@@ -59,8 +59,9 @@ def sections_text(source: Path) -> str:
             "questions ours, not the paper's (unreleased) news data."
         )
     values = {
+        "protocol_stored": _protocol_stored(source),
         "config_rows": rows,
-        "news_note": " and `news`" if news else "",
+        "news_note": " (the news subset in `news`)" if news else "",
         "models": ", ".join(sorted(set(index["model_id"]))),
         "n_placeholder": str(n_ph),
         "n_renders": str(len(index)),
@@ -70,6 +71,21 @@ def sections_text(source: Path) -> str:
     for k, v in values.items():
         text = text.replace("{{" + k + "}}", v)
     return text
+
+
+def _protocol_stored(source: Path) -> str:
+    """The sentence naming the protocol configs stored with their images, or nothing when there are none."""
+    from vignette_bench.dataset_builder.protocol_sample import PROTOCOL_DIR, complete_configs, read_manifest
+
+    have = [(c, (read_manifest(source / PROTOCOL_DIR / c) or {}).get("rows", 0)) for c in complete_configs(source)]
+    if not have:
+        return ""
+    listed = ", ".join(f"`{c}` ({n:,} pairs)" for c, n in have)
+    return (
+        f" Stored with their images: {listed}, the leaderboard protocol's sample of those configs (the pairs "
+        "and side orders a `vignette-protocol/1` run asks about), each pair exactly the pixels `vignette.load_dataset` "
+        "composes."
+    )
 
 
 def complete_card(source: Path) -> Path:

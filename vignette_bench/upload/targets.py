@@ -19,7 +19,7 @@ from vignette_bench.upload.plan import CreateRepo, RemoteFile, Step, UploadFolde
 
 # Files of the source layout (docs/FORMATS.md) that no `configs:` entry names.
 # Files a source holds beside its card's (parquet) configs: the taxonomy, the renders' WebDataset shards
-# (read through the index, or with the webdataset builder) and the news subset's manifest.
+# (read through the index, or with the webdataset builder) and the news subset's and protocol configs' manifests.
 LAYOUT_FILES = (
     "README.md",
     "taxonomy/*.csv",
@@ -27,6 +27,7 @@ LAYOUT_FILES = (
     "renders/*.tar",
     "reduced/*.tar",
     "news/manifest.json",
+    "protocol/*/manifest.json",
 )
 SAFE_PATH = re.compile(r"^[A-Za-z0-9_./-]+$")
 # evaluate 0.4.6's launch_gradio_widget uses gr.inputs/gr.outputs, which gradio 4 removed.
@@ -122,9 +123,10 @@ def _verify_before_planning(folder: Path) -> None:
     """A source is uploaded only if its index and shards agree (corrupt shards and garbage indexes stay home)."""
     if not (folder / "renders" / "index.parquet").is_file():
         return  # a card-only or news-only folder: nothing to verify
+    from vignette_bench.dataset_builder.protocol_sample import verify_protocol_sample
     from vignette_bench.dataset_builder.verify import verify_source
 
-    problems = verify_source(str(folder), progress=False)
+    problems = [*verify_source(str(folder), progress=False), *verify_protocol_sample(folder)]
     if problems:
         head = "; ".join(str(p) for p in problems[:3])
         raise UploadError(

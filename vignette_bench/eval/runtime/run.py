@@ -221,6 +221,19 @@ def open_pairs(settings: RunSettings) -> PairSource:
     )
 
 
+def rows_source(rows: Dataset, revision: dict[str, Any] | None = None, taxonomy: str | None = None) -> PairSource:
+    """Pairs given as rows that carry their own image, in their order: e.g. the protocol sample that plain
+    ``datasets.load_dataset(SOURCE, "identity_contrast")`` returns (parquet, no code of ours). The plan is the
+    rows' pair columns; a pair's image is its row's, decoded by datasets. `run(settings, ..., source=...)` then
+    asks the same questions as over the lazy loader's rows (tests/loader/test_plain_protocol.py)."""
+    missing = [c for c in (*PAIR_COLUMNS, "image") if c not in rows.column_names]
+    if missing:
+        raise RunError(f"pair rows lack column(s) {missing}; expected the pair columns {list(PAIR_COLUMNS)} and image")
+    at = {pair_id: i for i, pair_id in enumerate(rows["pair_id"])}
+    plan = Dataset(rows.remove_columns("image").with_format("arrow")[:].select(list(PAIR_COLUMNS)))
+    return PairSource(plan, lambda row: rows[at[row["pair_id"]]]["image"], dict(revision or {}), taxonomy)
+
+
 def _hub_revision(root: str) -> dict[str, Any]:
     """The Hub commit of a hf://datasets/ source, when the Hub can be asked (the index digest pins the data anyway)."""
     if not root.startswith("hf://datasets/"):
