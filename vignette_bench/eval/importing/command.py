@@ -8,7 +8,7 @@ from pathlib import Path
 from vignette_bench.errors import VignetteError
 from vignette_bench.eval.importing.arguments import import_add_arguments as add_arguments
 from vignette_bench.eval.importing.core import Identities, ImportProblems, Problems, sha256, write_run
-from vignette_bench.formats.run_record import ImportedFile
+from vignette_bench.formats.run_record import DatasetProvenance, ImportedFile, RunSettings
 from vignette_bench.taxonomy import load_taxonomy
 
 __all__ = ["add_arguments", "main"]
@@ -38,6 +38,8 @@ def run_import(fmt: str, source: Path, out: Path, model_id: str = "unknown") -> 
     files: list[ImportedFile] = []
     not_recovered: tuple[str, ...] = ()
     consequences: tuple[str, ...] = ()
+    settings: RunSettings | None = None  # the run's own settings and source, where the format records them
+    dataset: DatasetProvenance | None = None
     if fmt == "vignette-csv":
         from vignette_bench.eval.importing import vignette_csv as reader
 
@@ -67,16 +69,20 @@ def run_import(fmt: str, source: Path, out: Path, model_id: str = "unknown") -> 
             raise ImportError_(
                 f'--format inspect needs inspect_ai: pip install "vignette-bench[inspect]" ({e})'
             ) from None
-        paths = _files(source, inspect_log.SUFFIXES)
+        paths = [p for p in _files(source, inspect_log.SUFFIXES) if p.name not in inspect_log.NOT_LOGS]
         not_recovered = inspect_log.NOT_RECOVERED
+        tasks: list[dict] = []
         for path in paths:
             shown = str(path.relative_to(source)) if source.is_dir() else str(path)
-            got, at, model_id = inspect_log.read_file(
+            got, at, model_id, task = inspect_log.read_file(
                 path, shown, None if model_id == "unknown" else model_id, problems
             )
             rows += got
             where += at
             files.append(ImportedFile(path=shown, sha256=sha256(path), rows=len(got)))
+            tasks += [task] if task is not None else []
+        if tasks and not problems.items:
+            settings, dataset = inspect_log.provenance(tasks, model_id, problems)
     else:
         raise ImportError_(f"--format {fmt!r}: unknown")
     if not paths:
@@ -94,6 +100,8 @@ def run_import(fmt: str, source: Path, out: Path, model_id: str = "unknown") -> 
         not_recovered=not_recovered,
         consequences=consequences,
         taxonomy=taxonomy,
+        settings=settings,
+        dataset=dataset,
     )
 
 

@@ -208,9 +208,12 @@ def write_run(
     not_recovered: Sequence[str],
     consequences: Sequence[str],
     taxonomy: Taxonomy,
+    settings: RunSettings | None = None,
+    dataset: DatasetProvenance | None = None,
 ) -> Path:
     """Check the rows as the one responses reader does, then write responses.parquet and run.json.
-    `where[i]` names the file and row that gave rows[i] (so a duplicate names both)."""
+    `where[i]` names the file and row that gave rows[i] (so a duplicate names both). `settings` and `dataset`:
+    the run's own, where the format records them (inspect logs); else what the rows say, with `source`."""
     import pyarrow as pa
 
     from vignette_bench.eval.runtime.folder import RunFolder
@@ -238,10 +241,11 @@ def write_run(
     )
     configs = "+".join(sorted(set(columns["config"])))
     record = RunRecord(
-        settings=RunSettings(source=source, config=configs, model=model_id, seed=0, paradigms=paradigms, orders="rule"),
+        settings=settings
+        or RunSettings(source=source, config=configs, model=model_id, seed=0, paradigms=paradigms, orders="rule"),
         template_hash=template_hash(taxonomy),
         model=ModelProvenance(model_id=model_id, adapter=f"import:{fmt}", revision=""),
-        dataset=DatasetProvenance(source=source, config=configs, revision=f"import:{fmt}"),
+        dataset=dataset or DatasetProvenance(source=source, config=configs, revision=f"import:{fmt}"),
         versions={"python": sys.version.split()[0]},
         imported=ImportedProvenance(
             format=fmt, files=tuple(files), not_recovered=tuple(not_recovered), consequences=tuple(consequences)

@@ -220,6 +220,20 @@ def open_pairs(settings: RunSettings) -> PairSource:
     )
 
 
+def source_placeholder(source: str | None) -> bool | None:
+    """Whether a source's renders are drawn placeholders, read from its index; None when it cannot be read."""
+    if not source:
+        return None
+    try:
+        import fsspec
+        import pandas as pd
+
+        with fsspec.open(f"{str(source).rstrip('/')}/renders/index.parquet", "rb") as f:
+            return bool(pd.read_parquet(f, columns=["placeholder"])["placeholder"].any())
+    except Exception:  # a Hub id offline, or a moved folder: unknown, so not claimed
+        return None
+
+
 def _hub_revision(root: str) -> dict[str, Any]:
     """The Hub commit of a hf://datasets/ source, when the Hub can be asked (the index digest pins the data anyway)."""
     if not root.startswith("hf://datasets/"):
