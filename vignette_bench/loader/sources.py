@@ -12,9 +12,8 @@ import sys
 import time
 from typing import Any
 
+from vignette_bench.formats.vocabulary import DEFAULT_SOURCE as DEFAULT_SOURCE
 from vignette_bench.loader.errors import VignetteError
-
-DEFAULT_SOURCE = "hf://datasets/vignette-bench/vignette"
 
 
 class SourceError(VignetteError):
