@@ -165,3 +165,13 @@ def test_the_page_shows_failure_reasons() -> None:
     assert "answer failed, not judged: not valid JSON (Expecting value)" in page and "{oops" in page
     assert "failed: score 150 is outside 0-100" in page and "gpt #abc" in page
     assert page.count("not judged yet") == 2  # faithfulness and accuracy of the good answer
+
+
+def test_news_results_writes_the_page_for_a_source(demo: Path, tmp_path: Path) -> None:
+    """`vignette news results --source` writes the same page for any answers and judgements."""
+    answers = [str(demo / "runs" / run / "answers.jsonl") for run in ("model", "reference")]
+    argv = ["news", "results", "--answers", *answers, "--judgements", str(demo / "judgements.jsonl")]
+    argv += ["--compare", str(demo / "judgements-fixture-judge.jsonl"), "--out", str(tmp_path), "--source"]
+    assert vignette([*argv, str(demo / "source")]) == 0
+    page = (tmp_path / "news.html").read_text()
+    assert page.count("<section class=item") == 2 and "FIXTURE hash-judge" in page and "llava #" in page

@@ -51,6 +51,11 @@ def results_add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge-id", default=None, help="which judge, when the file holds several")
     parser.add_argument("--compare", default=None, help="a second judgements jsonl (another judge or run)")
     opt.out(parser, required=True, help="folder for the table, summary csv and scatter")
+    opt.source(
+        parser,
+        help="the source the answers were made from: also write OUT/news.html, each item's image, question, "
+        "answers and every judge's scores or failure reasons",
+    )
 
 
 def demo_add_arguments(parser: argparse.ArgumentParser) -> None:

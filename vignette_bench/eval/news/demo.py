@@ -25,12 +25,11 @@ from vignette_bench.eval.news.arguments import demo_add_arguments as add_argumen
 from vignette_bench.eval.news.data import load_news, news_items
 from vignette_bench.eval.news.fixture import FixtureJudge
 from vignette_bench.eval.news.judge import judge_answers, read_judgements
-from vignette_bench.eval.news.page import write_page
+from vignette_bench.eval.news.page import PAGE, write_page
 from vignette_bench.eval.news.reference import ReferenceAnswerer
 from vignette_bench.eval.news.results import write_results
 
 FIXTURE_JUDGEMENTS = "judgements-fixture-judge.jsonl"
-PAGE = "news.html"  # every item: image, question, answers, each judge's scores or failure reasons
 
 
 def one_per_attribute(items: list, count: int) -> list:

@@ -21,6 +21,7 @@ from vignette_bench.eval.news.fixture import FIXTURE_NOTE, is_fixture
 from vignette_bench.eval.news.judge import DIMENSIONS, read_judgements
 from vignette_bench.eval.news.results import judge_name, model_label
 
+PAGE = "news.html"
 THUMBNAIL = 320  # px, the longer side
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:64rem;color:#222;line-height:1.4}

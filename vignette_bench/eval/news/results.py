@@ -316,6 +316,14 @@ def write_results(
 
 def main(args: argparse.Namespace) -> int:
     written = write_results(args.answers, args.judgements, args.out, args.compare, args.judge_id)
+    if args.source:
+        from vignette_bench.eval.news.data import load_news, news_items
+        from vignette_bench.eval.news.page import PAGE, write_page
+
+        answered = {row["item_id"] for path in args.answers for row in read_answers(path)}
+        items = [item for item in news_items(load_news(args.source)) if item.id in answered]
+        judged = [args.judgements] + ([args.compare] if args.compare else [])
+        written["page"] = write_page(items, args.answers, judged, Path(args.out) / PAGE)
     print(written["table"].read_text())
     if "agreement" in written:
         print(pd.read_csv(written["agreement"]).to_string(index=False))
