@@ -115,6 +115,29 @@ def test_inspect_eval_on_the_command_line_imports_as_vignette_run(
     assert record.settings.model_copy(update={"model": ""}) == ran_record.settings.model_copy(update={"model": ""})
 
 
+def test_a_tiny_model_in_score_mode_chooses_as_in_vignette_run(
+    env: dict[str, str], source: str, tmp_path: Path
+) -> None:
+    """A real model backend through the provider: the same choices as `vignette run`, probabilities to float
+    precision (the provider asks one question at a time, the runner batches them)."""
+    spec = "tiny:llava?mode=score"
+    args = ("-T", "sample=1", "-T", "size=96x48")
+    ran = inspect(env, "eval", "vignette_bench/identity_contrast", "--model", f"vignette/{spec}", "-T",
+                  f"source={source}", *args, "--log-dir", str(tmp_path / "logs"), "--display", "none", cwd=tmp_path)  # fmt: skip
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert vignette(env, "import", "--format", "inspect", "--source", str(tmp_path / "logs"), "--out",
+                    str(tmp_path / "imp")).returncode == 0  # fmt: skip
+    run = vignette(env, "run", "--source", source, "--config", "identity_contrast", "--model", spec, "--sample", "1",
+                   "--size", "96x48", "--out", str(tmp_path / "run"))  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    mine = {r["question_id"]: r for r in pq.read_table(tmp_path / "imp" / "responses.parquet").to_pylist()}
+    theirs = {r["question_id"]: r for r in pq.read_table(tmp_path / "run" / "responses.parquet").to_pylist()}
+    assert mine.keys() == theirs.keys() and mine
+    for qid, row in theirs.items():
+        assert mine[qid]["choice"] == row["choice"] and mine[qid]["valid"] == row["valid"]
+        assert mine[qid]["probabilities"] == pytest.approx(row["probabilities"], abs=1e-5)
+
+
 FOREIGN_TASK = """
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
