@@ -4,10 +4,9 @@
     inspect eval vignette_bench/portraits -T source=SRC --model "vignette/tiny:llava?mode=score"
 
 What follows `vignette/` is a model spec exactly as `vignette run --model` takes it (vignette_bench/eval/adapters/spec.py):
-`random`, `always-left`, `tiny:FAMILY`, `hf:ID`, `openai:MODEL@URL`, `vllm:MODEL`. inspect splits
-`--model` on commas, so spec options that need commas (`random:seed=3,delay=0.1`) go in `-M key=value`
-instead; `-M` values are the adapter defaults `vignette run` passes (seed, batch_size), the spec's own
-options win. inspect finds this provider through the package's `inspect_ai` entry point
+`random`, `always-left`, `tiny:FAMILY`, `hf:ID`, `openai:MODEL@URL`, `vllm:MODEL`, without commas (inspect
+splits `--model` on them). `-M key=value` values are the adapter defaults `vignette run` passes (seed,
+batch_size), where the backend takes them; the spec's own options win. inspect finds this provider through the package's `inspect_ai` entry point
 (vignette_bench/inspect_registry.py), so the command line needs no task file.
 
 On a VIGNETTE task's sample (its metadata holds the question) the adapter is asked exactly what `vignette
