@@ -83,6 +83,8 @@ def provenance(tasks: list[dict[str, Any]], model_id: str, problems: Problems) -
         update={"config": configs, "model": model_id}
     )
     fields = {**first["dataset"], "config": configs}
+    if len({t["dataset"]["config"] for t in tasks}) > 1:
+        fields["selection"] = None  # each config's own selection; one record cannot hold them all
     fields["placeholder"] = (
         any(bool(t["dataset"].get("placeholder")) for t in tasks)
         if all(t["dataset"].get("placeholder") is not None for t in tasks)
