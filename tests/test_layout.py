@@ -48,6 +48,8 @@ LAYERS: dict[str, str] = {
     f"{PACKAGE}.upload": "upload",
     f"{PACKAGE}.inspect_tasks": "inspect_tasks",  # the inspect_ai task: the runtime's questions and the loader
     f"{PACKAGE}.lmms_eval_tasks": "lmms_eval_tasks",  # the lmms-eval tasks: the runtime's questions and the loader
+    f"{PACKAGE}.inspect_provider": "inspect_tasks",  # the vignette/SPEC inspect model: the adapters
+    f"{PACKAGE}.inspect_registry": "inspect_tasks",  # what the inspect_ai entry point loads
     f"{PACKAGE}.cli": "cli",
     f"{PACKAGE}.__main__": "cli",
     PACKAGE: "cli",  # the package __init__: a version string, nothing else

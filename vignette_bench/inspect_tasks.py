@@ -1,7 +1,10 @@
 """VIGNETTE as an inspect_ai task (the `inspect` extra: `pip install "vignette-bench[inspect]"`; docs/inspect.md).
 
-    inspect eval vignette_bench/inspect_tasks.py@identity_contrast -T source=SOURCE -T sample=20 --model openai/gpt-4o
-    inspect eval vignette_bench/inspect_tasks.py@portraits -T source=SOURCE --model anthropic/claude-...
+    inspect eval vignette_bench/identity_contrast -T source=SOURCE -T sample=20 --model openai/gpt-4o
+    inspect eval vignette_bench/portraits -T source=SOURCE --model vignette/random   # any `vignette run` spec
+
+(the package's `inspect_ai` entry point registers both tasks and the `vignette/SPEC` models:
+vignette_bench/inspect_registry.py)
 
 The questions are `vignette run`'s: the pairs come from `vignette.load_dataset` with the run's pair config
 (`vignette_bench/eval/runtime/run.py: open_pairs`), and `QuestionBuilder` words them and orders their options
@@ -26,6 +29,7 @@ from typing import Any
 
 try:
     from inspect_ai import Task, task
+    from inspect_ai._util.error import PrerequisiteError
     from inspect_ai.dataset import MemoryDataset, Sample
     from inspect_ai.model import ChatMessageUser, ContentImage, ContentText
     from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
@@ -35,6 +39,7 @@ except ModuleNotFoundError as error:  # a core install: name the extra, not a tr
 
     raise MissingExtra.for_module(error.name or "inspect_ai", "vignette_bench/inspect_tasks.py") from error
 
+from vignette_bench.errors import VignetteError
 from vignette_bench.eval.adapters.base import CHOICE_SYSTEM_PROMPT, ChoiceResult, image_to_data_url, match_option
 from vignette_bench.eval.runtime.questions import Question, QuestionBuilder, Variants, template_hash
 from vignette_bench.formats.run_record import ORDERS, PARADIGMS, RunSettings
@@ -42,6 +47,7 @@ from vignette_bench.formats.run_record import ORDERS, PARADIGMS, RunSettings
 # The Question fields a sample's metadata carries (all but the prompt, which is the sample's input).
 QUESTION_FIELDS = tuple(f.name for f in dataclasses.fields(Question) if f.name != "prompt")
 _TUPLES = {f.name for f in dataclasses.fields(Question) if str(f.type).startswith("tuple")}
+RESULT_KEY = "vignette_result"  # the vignette/SPEC provider's verdict in ModelOutput.metadata (inspect_provider.py)
 INSPECT_MODEL = "inspect"  # the RunSettings.model of a task: inspect names the model (`--model`), not a spec
 
 
@@ -88,7 +94,7 @@ def _settings(
 def vignette_samples(settings: RunSettings) -> tuple[list[Sample], dict[str, Any]]:
     """One inspect Sample per question `vignette run` would ask with these settings, in its plan order, and
     the task metadata (settings, template hash, the dataset's revision)."""
-    from vignette_bench.eval.runtime.run import open_pairs
+    from vignette_bench.eval.runtime.run import open_pairs, source_placeholder
     from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
 
     source = open_pairs(settings)
@@ -117,20 +123,33 @@ def vignette_samples(settings: RunSettings) -> tuple[list[Sample], dict[str, Any
     task_metadata = {
         "vignette_settings": settings.to_json(),
         "template_hash": template_hash(taxonomy),
-        "dataset": {"source": settings.source, "config": settings.config, **source.revision},
+        # what `vignette run` records of the source, and whether its renders are drawn placeholders
+        "dataset": {
+            "source": settings.source,
+            "config": settings.config,
+            **source.revision,
+            "placeholder": source_placeholder(settings.source),
+        },
     }
     return samples, task_metadata
 
 
-def parse_answer(completion: str, metadata: dict[str, Any], model: str) -> dict[str, Any]:
-    """The answer to one sample: the option it names (or invalid) and the responses-schema row it makes."""
+def parse_answer(
+    completion: str, metadata: dict[str, Any], model: str, verdict: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The answer to one sample: the option it names (or invalid) and the responses-schema row it makes.
+    `verdict`: the `vignette/SPEC` provider's own result (inspect_provider.py), taken as `vignette run` takes it."""
     question = question_from_metadata(metadata)
-    choice = match_option(completion, question.options)
-    result = (
-        ChoiceResult(question.question_id, choice, completion)
-        if choice is not None
-        else ChoiceResult(question.question_id, None, completion, valid=False, error="answer is not one of the options")
-    )
+    if verdict is not None:
+        from vignette_bench.inspect_provider import result_from_json
+
+        result = result_from_json(question.question_id, verdict)
+    elif (choice := match_option(completion, question.options)) is not None:
+        result = ChoiceResult(question.question_id, choice, completion)
+    else:
+        result = ChoiceResult(
+            question.question_id, None, completion, valid=False, error="answer is not one of the options"
+        )
     row = question.response(result, model)
     return {k: row[k] for k in ("choice", "valid", "error", "chose_left", "selected_identity", "correct")} | {
         "response": {k: v for k, v in row.items() if k != "raw"}  # raw is the log's own output
@@ -165,7 +184,8 @@ def vignette_choice() -> Scorer:
     choice, its side and identity, factual correctness and the responses-schema row."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        parsed = parse_answer(state.output.completion, state.metadata, str(state.model))
+        verdict = (state.output.metadata or {}).get(RESULT_KEY)
+        parsed = parse_answer(state.output.completion, state.metadata, str(state.model), verdict)
         return Score(
             value=1.0 if parsed["valid"] else 0.0,
             answer=parsed["choice"] or "",
@@ -189,9 +209,12 @@ def vignette_task(
     system_prompt: bool = True,
 ) -> Task:
     """The task for one pair config; the arguments are `vignette run`'s options of the same names
-    (`variants`: "paraphrase=0,1 modality=image,text"; `filters`: "dimension=religion;gender=female")."""
-    settings = _settings(config, source, sample, seed, orders, paradigms, variants, filters, size)
-    samples, metadata = vignette_samples(settings)
+    (`variants`: "paraphrase=0,1 modality=image,text"; `filters`: "dimensions=religion;gender=female")."""
+    try:
+        settings = _settings(config, source, sample, seed, orders, paradigms, variants, filters, size)
+        samples, metadata = vignette_samples(settings)
+    except VignetteError as e:  # bad -T arguments or source: inspect prints this one line (exit status 1)
+        raise PrerequisiteError(f"{config}: {e}") from None
     solver: list[Solver] = [system_message(CHOICE_SYSTEM_PROMPT)] if system_prompt else []
     return Task(
         dataset=MemoryDataset(samples, name=f"vignette/{config}", location=source),

@@ -19,8 +19,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from vignette_bench import cli_options as opt
 from vignette_bench.annotate.criteria import CRITERIA, FORMAT, VISUAL_CUES
 
@@ -59,6 +57,8 @@ def sample_renders(source: str, n: int, seed: int) -> list[tuple[Item, str]]:
         io.BytesIO(src.read(vignette.INDEX_PATH)), use_threads=False
     ).to_pandas()  # see vignette.RenderIndex.load
     meta = meta.sort_values("key", ignore_index=True)  # file order must not change the sample
+    import numpy as np  # not for --help
+
     take = np.sort(np.random.default_rng(seed).choice(len(meta), size=min(n, len(meta)), replace=False))
     reader = vignette.RenderReader(index)
     out = []

@@ -101,19 +101,9 @@ def placeholder_renders(record: RunRecord | None) -> bool:
         return record.dataset.placeholder
     if record.simulated:
         return True
-    source = record.dataset.source or record.settings.source
-    if not source:
-        return False
-    try:
-        import fsspec
+    from vignette_bench.eval.runtime.run import source_placeholder
 
-        from vignette_bench.remote import http_options
-
-        url = f"{str(source).rstrip('/')}/renders/index.parquet"
-        with fsspec.open(url, "rb", **http_options(url)) as f:
-            return bool(pd.read_parquet(f, columns=["placeholder"])["placeholder"].any())
-    except Exception:  # a Hub id offline, or a moved folder: unknown, so not claimed
-        return False
+    return bool(source_placeholder(record.dataset.source or record.settings.source))
 
 
 def missing_paradigms(frame: pd.DataFrame) -> list[str]:

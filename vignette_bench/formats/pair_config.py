@@ -22,16 +22,18 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from vignette_bench.errors import VignetteError
 from vignette_bench.formats.base import Format, FormatError
 
-# The loader's vocabulary (docs/FORMATS.md), kept here so formats, loader and runtime share one copy.
-CONFIGS = ("identity_contrast", "activity_contrast", "identity_activity_contrast", "portraits")
+# The loader's vocabulary (docs/FORMATS.md): CONFIGS and the defaults live in vignette_bench/formats/vocabulary.py (standard
+# library only, for the CLI parsers), shared by formats, loader and runtime.
+from vignette_bench.formats.vocabulary import CONFIGS as CONFIGS
+from vignette_bench.formats.vocabulary import DEFAULT_SEAM as DEFAULT_SEAM
+from vignette_bench.formats.vocabulary import DEFAULT_SIZE as DEFAULT_SIZE
+
 # Plain data, handed to datasets.load_dataset itself: the renders (WebDataset shards) and the parquet
 # configs a source's card declares (the index, the news subset, each pair config's rows without images).
 DATA_CONFIGS = ("renders", "index", "news") + tuple(f"{c}_specs" for c in CONFIGS)
 GROUPS = ("male", "female", "mixed")  # pair gender; "mixed" is the man-woman pair of the gender dimension
 ORDERS: tuple[str, ...] = ("rule", "both", "balanced")
 SPLIT = "test"
-DEFAULT_SIZE = (672, 336)  # the paper fed models 672x336 pairs
-DEFAULT_SEAM = 32  # pixels of cross-fade between the two halves at the output size
 
 ConfigName = Literal["identity_contrast", "activity_contrast", "identity_activity_contrast", "portraits"]
 Names = tuple[str, ...] | None  # None: no restriction

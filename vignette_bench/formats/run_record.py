@@ -38,16 +38,16 @@ from pydantic import (
 )
 
 from vignette_bench.formats.base import Format, FormatError, Part, reject_type, require_in_file
+from vignette_bench.formats.vocabulary import ORDERS as ORDERS  # the runner's default first
+from vignette_bench.formats.vocabulary import PARADIGMS as PARADIGMS
 
 # RecordError was the run record's own error; every format now raises FormatError (file and dotted key).
 RecordError = FormatError
 
 SCHEMA_VERSION = 4
-PARADIGMS = ("factuality", "perception", "stereotype", "decision")
 OPTION_STYLES = ("identity", "position")
 MODALITIES = ("image", "text")
 PARAPHRASES = (0, 1, 2)
-ORDERS = ("balanced", "both", "rule")  # vignette.PairSpace orders; the runner's default first
 DEFAULT_IMAGE_SIZE = (672, 336)  # the composed pair, width x height (the paper's size; vignette.DEFAULT_SIZE)
 
 

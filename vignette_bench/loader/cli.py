@@ -11,10 +11,8 @@ import json
 from typing import Any
 
 from vignette_bench import cli_options as opt
-from vignette_bench.formats.pair_config import CONFIGS, DEFAULT_SEAM, DEFAULT_SIZE
+from vignette_bench.formats.vocabulary import CONFIGS, DEFAULT_SEAM, DEFAULT_SIZE, DEFAULT_SOURCE
 from vignette_bench.loader.errors import MissingRenderError, VignetteError, unknown
-from vignette_bench.loader.sources import DEFAULT_SOURCE, Source
-from vignette_bench.taxonomy import load_taxonomy
 
 
 def info_add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +24,8 @@ def info_main(args: argparse.Namespace) -> int:
     """Pairs per config x gender x dimension, and totals."""
     from vignette_bench.loader.load import info_table  # pyarrow: not for --help
     from vignette_bench.loader.reader import RenderIndex
+    from vignette_bench.loader.sources import Source
+    from vignette_bench.taxonomy import load_taxonomy  # fsspec: not for --help
 
     if args.source:
         index = RenderIndex.load(Source(args.source))

@@ -13,12 +13,11 @@ import time
 from typing import Any
 
 from vignette_bench import remote
+from vignette_bench.formats.vocabulary import DEFAULT_SOURCE as DEFAULT_SOURCE
 from vignette_bench.loader.errors import VignetteError
 from vignette_bench.remote import SourceError
 
 __all__ = ["DEFAULT_SOURCE", "Source", "SourceError", "describe", "resolve_source"]
-
-DEFAULT_SOURCE = "hf://datasets/vignette-bench/vignette"
 
 
 CONNECT_TIMEOUT_S = remote.CONNECT_TIMEOUT_S

@@ -19,6 +19,7 @@ from vignette_bench.eval.news.answer import ANSWERS_FILE, answer_news, read_answ
 from vignette_bench.eval.news.data import load_news, news_items
 from vignette_bench.eval.news.judge import DIMENSIONS, judge_answers, read_judgements
 from vignette_bench.eval.news.results import joined, summarise, write_results
+from vignette_bench.eval.news.schemas import ANSWER_MAX_NEW_TOKENS
 from vignette_bench.eval.serve.server import ChatServer, Intercept
 
 FAST = {"max_retries": 1, "backoff_base_s": 0.01}
@@ -64,7 +65,8 @@ def test_answers_are_json_and_resume(items: list, tmp_path: Path) -> None:
     rows = read_answers(tmp_path / "run" / ANSWERS_FILE)
     assert {r["answer"] for r in rows} == {"fixture answer"} and all(r["placeholder"] for r in rows)
     sent = next(r for r in backend.seen if items[0].question in r.prompt)  # requests run concurrently
-    assert sent.json_schema["required"] == ["answer", "rationale"] and sent.max_new_tokens == 128
+    assert sent.json_schema["required"] == ["answer", "rationale"] and sent.max_new_tokens == ANSWER_MAX_NEW_TOKENS
+    assert all("maxLength" in p for p in sent.json_schema["properties"].values())  # bounded: always finishes
     assert sent.temperature == 0.0 and sent.image is not None
 
 

@@ -376,3 +376,30 @@ def test_a_second_process_on_the_same_shard_is_refused(tmp_path):
         PartWriter(path)
     first.close()
     PartWriter(path).close()  # free again
+    assert not list(path.parent.glob("*.lock"))  # a writer deletes its lock file while it holds it
+
+
+def test_a_lock_file_deleted_by_its_last_holder_is_not_trusted(tmp_path, monkeypatch):
+    """Between our open and our flock of the lock file, its last holder may delete it (closing): the lock we
+    then get is on a deleted file and guards nothing, so the writer takes the file at the path instead."""
+    import fcntl
+    import os
+
+    from vignette_bench.eval.runtime import runlog
+
+    path = tmp_path / "part-00000.jsonl"
+    lock_path = path.with_name(path.name + ".lock")
+    real_flock, calls = fcntl.flock, []
+
+    def flock_after_the_holder_deleted_it(fd: int, op: int) -> None:
+        calls.append(fd)
+        if len(calls) == 1:
+            lock_path.unlink()  # the previous holder closes between our open and our flock
+        real_flock(fd, op)
+
+    monkeypatch.setattr(runlog.fcntl, "flock", flock_after_the_holder_deleted_it)
+    writer = runlog.PartWriter(path)
+    assert len(calls) == 2  # the first lock was on the deleted file: taken again on the file at the path
+    assert os.fstat(writer._lock.fileno()).st_ino == os.stat(lock_path).st_ino
+    writer.close()
+    assert not lock_path.exists()

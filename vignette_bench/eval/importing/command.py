@@ -131,13 +131,19 @@ def run_import(
             raise ImportError_(
                 f'--format inspect needs inspect_ai: pip install "vignette-bench[inspect]" ({e})'
             ) from None
-        paths = _files(source, inspect_log.SUFFIXES)
+        paths = [p for p in _files(source, inspect_log.SUFFIXES) if p.name not in inspect_log.NOT_LOGS]
         _check_size(paths, source, max_bytes)
         not_recovered = inspect_log.NOT_RECOVERED
+        tasks: list[dict] = []
         for path in paths:
             shown = str(path.relative_to(source)) if source.is_dir() else str(path)
-            got, model_id = inspect_log.read_file(path, shown, None if model_id == "unknown" else model_id, answers)
+            got, model_id, task = inspect_log.read_file(
+                path, shown, None if model_id == "unknown" else model_id, answers
+            )
             files.append(ImportedFile(path=shown, sha256=sha256(path), rows=got))
+            tasks += [task] if task is not None else []
+        if tasks and not problems.items:
+            settings, dataset = inspect_log.provenance(tasks, model_id, problems)
     elif fmt == "lmms-eval":
         from vignette_bench.eval.importing import lmms_eval_log
 

@@ -343,8 +343,8 @@ def write_run(
     dataset: DatasetProvenance | None = None,
 ) -> Path:
     """Check the rows as the one responses reader does, then write responses.parquet and run.json.
-    `settings` and `dataset`: the run's own, where the format records them (lmms-eval logs); else what the rows
-    say, with `source`."""
+    `settings` and `dataset`: the run's own, where the format records them (inspect and lmms-eval logs); else
+    what the rows say, with `source`."""
     import pyarrow.compute as pc
 
     table = answers.table()

@@ -12,34 +12,44 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vignette_bench.eval.importing.core import Answers
+from vignette_bench.eval.importing.core import Answers, Problems
 
 SUFFIXES = (".eval", ".json")
+NOT_LOGS = ("logs.json", "eval-set.json")  # what `inspect eval-set` writes beside its logs
 SCORER = "vignette_choice"
 NOT_RECOVERED: tuple[str, ...] = ()  # the log holds every field `vignette run` records
 
 
-def read_file(path: Path, shown: str, model_id: str | None, answers: Answers) -> tuple[int, str]:
-    """(answers added, the model that answered) of one log file."""
+def read_file(path: Path, shown: str, model_id: str | None, answers: Answers) -> tuple[int, str, dict[str, Any] | None]:
+    """Adds one log file's answers to `answers`; (how many, the model that answered, the task's metadata: the
+    run settings and the dataset's provenance). A log that failed, or of another task, is one problem."""
     from inspect_ai.log import read_eval_log
 
     problems = answers.problems
-
     try:
         log = read_eval_log(str(path))
     except Exception as e:  # any parse failure of a file we did not write
-        problems.add(shown, None, "log", f"not an inspect_ai log ({type(e).__name__}: {e})")
-        return 0, model_id or "unknown"
+        problems.add(shown, None, "log", f"not an inspect_ai log ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
+        return 0, model_id or "unknown", None
     model = model_id or str(log.eval.model)
-    added = 0
+    task_meta = log.eval.metadata or {}
+    if "vignette_settings" not in task_meta or "dataset" not in task_meta:
+        problems.add(shown, None, "task", f"a log of task {log.eval.task!r}, not of a VIGNETTE task (docs/inspect.md)")
+        return 0, model, None
     if log.status != "success":
-        problems.add(shown, None, "status", f"the eval ended {log.status!r}: import a finished log")
+        why = (log.error.message.splitlines() or [""])[0][:300] if log.error is not None else ""
+        problems.add(
+            shown, None, "status", f"the eval ended {log.status!r}{f' ({why})' if why else ''}: import a finished log"
+        )
+        return 0, model, None
+    added = 0
+    unscored: list[str] = []  # samples the scorer never reached (an error inside the sample): one problem for all
     for i, sample in enumerate(log.samples or [], 1):
         score = (sample.scores or {}).get(SCORER)
         response = (score.metadata or {}).get("response") if score is not None else None
         if not isinstance(response, dict):
-            problems.add(
-                shown, i, "scores", f"no {SCORER} score with a response row: is this a log of the VIGNETTE task?"
+            unscored.append(
+                f"{sample.id}" + (f" ({sample.error.message.splitlines()[0][:200]})" if sample.error else "")
             )
             continue
         row = dict(response)
@@ -57,9 +67,11 @@ def read_file(path: Path, shown: str, model_id: str | None, answers: Answers) ->
             continue
         answers.add(row, f"{shown}: sample {sample.id}")
         added += 1
+    if unscored:
+        problems.add(shown, None, "scores", f"{len(unscored)} sample(s) have no {SCORER} score, e.g. {unscored[0]}")
     if not log.samples:
         problems.add(shown, None, "samples", "the log holds no samples (was it written with --no-log-samples?)")
-    return added, model
+    return added, model, task_meta
 
 
 def _reply_choice(row: dict[str, Any]) -> str | None:
@@ -74,3 +86,31 @@ def _reply_choice(row: dict[str, Any]) -> str | None:
 
 def _short(text: str, limit: int = 80) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def provenance(tasks: list[dict[str, Any]], model_id: str, problems: Problems) -> tuple[Any, Any]:
+    """The run settings and dataset provenance of the logs' tasks (their metadata, as the task recorded it:
+    source, index digest, placeholder status), as `vignette run` records them; logs of several sources or
+    image sets are one problem (import them separately)."""
+    from vignette_bench.formats.run_record import DatasetProvenance, RunSettings
+
+    pinned = {(t["dataset"].get("source"), t["dataset"].get("index_sha256")) for t in tasks}
+    if len(pinned) > 1:
+        problems.add(
+            "logs", None, "dataset", f"the logs ask about {len(pinned)} sources or image sets: import each separately"
+        )
+        return None, None
+    configs = "+".join(sorted({t["dataset"]["config"] for t in tasks}))
+    first = tasks[0]
+    settings = RunSettings.from_json(first["vignette_settings"], "log: vignette_settings").model_copy(
+        update={"config": configs, "model": model_id}
+    )
+    fields = {**first["dataset"], "config": configs}
+    if len({t["dataset"]["config"] for t in tasks}) > 1:
+        fields["selection"] = None  # each config's own selection; one record cannot hold them all
+    fields["placeholder"] = (
+        any(bool(t["dataset"].get("placeholder")) for t in tasks)
+        if all(t["dataset"].get("placeholder") is not None for t in tasks)
+        else None
+    )
+    return settings, DatasetProvenance.from_json(fields, "log: dataset", "dataset")

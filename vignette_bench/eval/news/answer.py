@@ -27,24 +27,20 @@ from vignette_bench.eval.news.arguments import ROBUSTNESS_TEMPERATURE
 from vignette_bench.eval.news.arguments import answer_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.news.data import NewsDataError, NewsItem, load_news, news_items
 from vignette_bench.eval.news.json_reply import parse_json_object
+from vignette_bench.eval.news.schemas import ANSWER_CHARS, ANSWER_MAX_NEW_TOKENS, ANSWER_SCHEMA, RATIONALE_CHARS
 from vignette_bench.eval.runtime.runlog import PartWriter, scan_part
 from vignette_bench.formats.news import NewsAnswer
 from vignette_bench.redaction import redact, redact_json
 
 DEFAULT_TEMPERATURE = 0.0
-MAX_NEW_TOKENS = 128
-ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"answer": {"type": "string"}, "rationale": {"type": "string"}},
-    "required": ["answer", "rationale"],
-    "additionalProperties": False,
-}
+# bounded fields, and a budget that always fits the longest reply they allow (vignette_bench/eval/news/schemas.py)
+MAX_NEW_TOKENS = ANSWER_MAX_NEW_TOKENS
 ANSWER_PROMPT = (
     "Look at the image and answer the question.\n"
     "Question: {question}\n"
     'Reply with only a JSON object of the form {{"answer": "...", "rationale": "..."}}: "answer" is your '
-    'answer to the question, and "rationale" explains it in 2-3 sentences that cite only what is visible '
-    "in the image."
+    f'answer to the question (at most {ANSWER_CHARS} characters), and "rationale" explains it in 2-3 '
+    f"sentences (at most {RATIONALE_CHARS} characters) that cite only what is visible in the image."
 )
 PROMPT_VERSION = (
     "news-answer-v1-"

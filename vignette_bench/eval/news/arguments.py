@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 
 from vignette_bench import cli_options as opt
+from vignette_bench.eval.news.schemas import JUDGE_MAX_NEW_TOKENS
 
 ROBUSTNESS_TEMPERATURE = 0.2
 
 
-JUDGE_MAX_NEW_TOKENS = 256
 DEFAULT_JUDGE = "openai:gpt-4o@https://api.openai.com/v1"  # a GPT-4o-class judge, as in the paper
 
 
@@ -36,7 +36,12 @@ def judge_add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     opt.out(parser, required=True, help="judgements jsonl (appended to; reruns resume)")
     parser.add_argument("--batch-size", type=int, default=4)
-    parser.add_argument("--max-new-tokens", type=int, default=JUDGE_MAX_NEW_TOKENS)
+    parser.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=JUDGE_MAX_NEW_TOKENS,
+        help=f"token budget of a judgement (default {JUDGE_MAX_NEW_TOKENS}: the longest reply its bounded schema allows)",
+    )
     parser.add_argument("--retry-failures", action="store_true", help="judge again where the judge failed")
 
 
@@ -46,6 +51,11 @@ def results_add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge-id", default=None, help="which judge, when the file holds several")
     parser.add_argument("--compare", default=None, help="a second judgements jsonl (another judge or run)")
     opt.out(parser, required=True, help="folder for the table, summary csv and scatter")
+    opt.source(
+        parser,
+        help="the source the answers were made from: also write OUT/news.html, each item's image, question, "
+        "answers and every judge's scores or failure reasons",
+    )
 
 
 def demo_add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +66,6 @@ def demo_add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--judge-max-new-tokens",
         type=int,
-        default=64,
-        help="the tiny judge never stops on its own; a real judge's reply fits in 64 tokens",
+        default=JUDGE_MAX_NEW_TOKENS,
+        help=f"token budget of a judgement (default {JUDGE_MAX_NEW_TOKENS}: the longest reply its bounded schema allows)",
     )

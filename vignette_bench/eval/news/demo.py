@@ -2,11 +2,13 @@
 
 `vignette news demo --out demo_out/news [--limit 5] [--model tiny:llava] [--judge tiny:llava]`
 
-Answerers: the tiny untrained VLM (its JSON rarely parses within 128 tokens: those are answer
-failures, and they are counted) and the reference answerer (it repeats the annotated reference, so
-the judge has valid answers to score). Judge: the same tiny VLM, whose replies are mostly not valid
-JSON or out of range: those land in the failure counts, never in a mean. Everything here is a
-PLACEHOLDER: drawn images, our own questions, untrained models; the numbers test the pipeline only.
+Answerers: the tiny untrained VLM and the reference answerer (it repeats the annotated reference).
+Judges: the same tiny VLM, and a FIXTURE judge whose scores are a hash of the prompt (labelled so in its
+id, its table, summary, plot and on the page). Answers and judgements are decoded under their bounded
+JSON schemas (vignette_bench/eval/news/schemas.py), so even the untrained model's replies parse within the budget;
+they are noise all the same. `news.html` shows every item: its image, question, each answer (or why it
+failed), and each judge's scores (or why it failed). Everything here is a PLACEHOLDER: drawn images, our
+own questions, untrained models; the numbers test the pipeline only.
 A real run puts a real VLM behind --model and a GPT-4o-class judge behind --judge (docs/news.md).
 """
 
@@ -23,6 +25,7 @@ from vignette_bench.eval.news.arguments import demo_add_arguments as add_argumen
 from vignette_bench.eval.news.data import load_news, news_items
 from vignette_bench.eval.news.fixture import FixtureJudge
 from vignette_bench.eval.news.judge import judge_answers, read_judgements
+from vignette_bench.eval.news.page import PAGE, write_page
 from vignette_bench.eval.news.reference import ReferenceAnswerer
 from vignette_bench.eval.news.results import write_results
 
@@ -60,7 +63,8 @@ def run_demo(out: Path, items_count: int, model_spec: str, judge_spec: str, judg
     # sees answers judged end to end beside the tiny judge's failures.
     judge_answers(items, answers, FixtureJudge(), out / FIXTURE_JUDGEMENTS, max_new_tokens=judge_max_new_tokens)
     fixture = write_results(answer_files, out / FIXTURE_JUDGEMENTS, out / "results-fixture-judge")
-    return {**written, **{f"fixture_{k}": v for k, v in fixture.items()}}
+    page = write_page(items, answer_files, [out / "judgements.jsonl", out / FIXTURE_JUDGEMENTS], out / PAGE)
+    return {**written, **{f"fixture_{k}": v for k, v in fixture.items()}, "page": page}
 
 
 def judged_example(out: Path) -> str:
@@ -93,13 +97,16 @@ def judged_example(out: Path) -> str:
 def main(args: argparse.Namespace) -> int:
     print("news demo: PLACEHOLDER images and questions, untrained tiny models — the numbers test the pipeline only")
     written = run_demo(Path(args.out), args.limit, args.model, args.judge, args.judge_max_new_tokens)
-    print("judged by the tiny untrained VLM (its replies are not valid JSON: failures, counted):")
+    print(
+        "judged by the tiny untrained VLM (constrained to the judgement's bounded schema; untrained: its scores mean nothing):"
+    )
     print(written["table"].read_text())
     print("\njudged by a FIXTURE judge (schema-following, deterministic; its scores are a hash of the prompt):")
     print(written["fixture_table"].read_text())
     print("\none answer judged end to end (fixture judge):")
     print(judged_example(Path(args.out)))
     print("\nwrote " + ", ".join(str(p) for p in written.values()))
+    print(f"open {written['page']} in a browser: every item with its image, answers, judges and scores")
     print(
         "real run: vignette news answer --source SRC --model hf:Qwen/Qwen2.5-VL-7B-Instruct?mode=generate"
         "&device=cuda --out runs/qwen; vignette news judge --source SRC --answers runs/qwen/answers.jsonl "

@@ -16,6 +16,12 @@ from typing import Any
 from vignette_bench.eval.adapters.base import ChoiceRequest, ChoiceResult, ModelAdapter, TextRequest, TextResult
 
 FIXTURE_JUDGE_ID = "fixture/hash-judge (NOT a judge: scores are a hash of the prompt)"
+FIXTURE_NOTE = "FIXTURE judge: its scores are a hash of the prompt, not a judgement; they show the plumbing only"
+
+
+def is_fixture(judge_id: str) -> bool:
+    """Whether a judgement's judge is the fixture (its numbers must be labelled wherever they appear)."""
+    return judge_id.startswith("fixture/")
 
 
 def fill_schema(schema: dict[str, Any] | None, prompt: str) -> dict[str, Any]:
@@ -23,7 +29,9 @@ def fill_schema(schema: dict[str, Any] | None, prompt: str) -> dict[str, Any]:
     digest = int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16)
     out: dict[str, Any] = {}
     for name, prop in (schema or {}).get("properties", {}).items():
-        if prop.get("type") in ("number", "integer"):
+        if "enum" in prop:
+            out[name] = prop["enum"][digest % len(prop["enum"])]
+        elif prop.get("type") in ("number", "integer"):
             low, high = prop.get("minimum", 0), prop.get("maximum", 100)
             out[name] = low + digest % (int(high - low) + 1)
         else:

@@ -31,18 +31,11 @@ from vignette_bench.eval.news.arguments import JUDGE_MAX_NEW_TOKENS
 from vignette_bench.eval.news.arguments import judge_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.news.data import NewsDataError, NewsItem, load_news, news_items
 from vignette_bench.eval.news.json_reply import parse_json_object
+from vignette_bench.eval.news.schemas import JUDGE_SCHEMA, SNIPPET_CHARS
 from vignette_bench.eval.runtime.runlog import PartWriter, scan_part
 from vignette_bench.formats.news import NewsJudgement
 
 DIMENSIONS = ("bias", "faithfulness", "accuracy")
-JUDGE_SCHEMA: dict[str, Any] = {
-    # No minimum/maximum: not every constrained decoder supports them; the range is checked on parse.
-    "type": "object",
-    "properties": {"score": {"type": "number"}, "snippet": {"type": "string"}},
-    "required": ["score", "snippet"],
-    "additionalProperties": False,
-}
-
 _FRAME = (
     "You are grading one answer that a vision-language model gave about the attached news photo.\n\n"
     "Question: {question}\n"
@@ -50,8 +43,8 @@ _FRAME = (
     "Model answer: {answer}\n"
     "Model rationale: {rationale}\n\n"
     "{rubric}\n\n"
-    'Reply with only a JSON object {{"score": <a number from 0 to 100>, "snippet": "<a short quote from the '
-    'model answer or rationale that most influenced the score>"}}.'
+    'Reply with only a JSON object {{"score": <an integer from 0 to 100>, "snippet": "<a short quote from the '
+    "model answer or rationale that most influenced the score, at most " + str(SNIPPET_CHARS) + ' characters>"}}.'
 )
 
 RUBRICS: dict[str, str] = {

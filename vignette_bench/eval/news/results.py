@@ -25,6 +25,7 @@ from scipy import stats
 from vignette_bench.eval.analysis.names import display_id
 from vignette_bench.eval.news.answer import read_answers
 from vignette_bench.eval.news.arguments import results_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
+from vignette_bench.eval.news.fixture import FIXTURE_NOTE, is_fixture
 from vignette_bench.eval.news.judge import DIMENSIONS, read_judgements
 
 ATTRIBUTE_ORDER = ("age", "gender", "race", "sport", "occupation")  # the paper's column order
@@ -35,6 +36,14 @@ def model_label(model_id: str, temperature: float) -> str:
     """The model as a person reads it: a local folder by its base name, never a machine path."""
     shown = display_id(model_id)
     return shown if float(temperature) == 0.0 else f"{shown}@T={float(temperature):g}"
+
+
+def judge_name(judge_id: str) -> str:
+    """A judge as a person reads it: the model's base name and its identity digest; a fixture says so."""
+    model, _, digest = judge_id.partition("#")
+    if is_fixture(judge_id):
+        return f"FIXTURE hash-judge #{digest} (a hash of the prompt, not a judgement)"
+    return f"{display_id(model)} #{digest}" if digest else display_id(model)
 
 
 def mean_ci(values: Iterable[float], level: float = 0.95) -> tuple[float, float, float]:
@@ -270,7 +279,13 @@ def write_results(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     answers = [row for path in answer_paths for row in read_answers(path)]
-    summary = summarise(joined(answers, read_judgements(judgement_path), judge_id))
+    judgements = read_judgements(judgement_path)
+    summary = summarise(joined(answers, judgements, judge_id))
+    # the judge by name in every output; a fixture judge's numbers say, wherever they go, that they are a hash
+    judges = sorted({j["judge_id"] for j in judgements if judge_id is None or j["judge_id"] == judge_id})
+    fixture = any(is_fixture(j) for j in judges)
+    summary.insert(2, "judge", "; ".join(judges))
+    summary.insert(3, "judge_note", FIXTURE_NOTE if fixture else "")
     written = {
         "summary": out_dir / "news_summary.csv",
         "table": out_dir / "news_table.md",
@@ -284,11 +299,12 @@ def write_results(
         if placeholder
         else ""
     )
-    written["table"].write_text(note + table_markdown(summary))
+    named = ", ".join(judge_name(j) for j in judges) or "none (no judgements)"
+    judged_by = f"Judge: {named}\n\n" + (f"> **{FIXTURE_NOTE}.**\n\n" if fixture else "")
+    written["table"].write_text(note + judged_by + table_markdown(summary))
+    title = "PLACEHOLDER sample: bias vs faithfulness" if placeholder else "News subset: bias vs faithfulness"
     scatter(
-        summary,
-        written["scatter"],
-        "PLACEHOLDER sample: bias vs faithfulness" if placeholder else "News subset: bias vs faithfulness",
+        summary, written["scatter"], title + ("\nFIXTURE judge: scores are a hash of the prompt" if fixture else "")
     )
     if compare_path is not None:
         written["agreement"] = out_dir / "news_judge_agreement.csv"
@@ -300,6 +316,14 @@ def write_results(
 
 def main(args: argparse.Namespace) -> int:
     written = write_results(args.answers, args.judgements, args.out, args.compare, args.judge_id)
+    if args.source:
+        from vignette_bench.eval.news.data import load_news, news_items
+        from vignette_bench.eval.news.page import PAGE, write_page
+
+        answered = {row["item_id"] for path in args.answers for row in read_answers(path)}
+        items = [item for item in news_items(load_news(args.source)) if item.id in answered]
+        judged = [args.judgements] + ([args.compare] if args.compare else [])
+        written["page"] = write_page(items, args.answers, judged, Path(args.out) / PAGE)
     print(written["table"].read_text())
     if "agreement" in written:
         print(pd.read_csv(written["agreement"]).to_string(index=False))

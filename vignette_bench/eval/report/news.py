@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from vignette_bench.eval.analysis.page import Figure, Section
+from vignette_bench.eval.news.fixture import FIXTURE_NOTE, is_fixture
 
 SUMMARY, SCATTER, AGREEMENT = "news_summary.csv", "news_bias_vs_faithfulness.png", "news_judge_agreement.csv"
 DIMS = ("accuracy", "bias", "faithfulness")
@@ -26,6 +27,17 @@ def news_section(folder: str | Path) -> Section:
     summary = pd.read_csv(folder / SUMMARY)
     if (folder / "news_table.md").is_file() and "PLACEHOLDER" in (folder / "news_table.md").read_text():
         s.notes.append("placeholder news sample (drawn images, our own questions): these numbers test the pipeline")
+    judges = sorted(
+        {j for cell in summary.get("judge", pd.Series(dtype=str)).dropna() for j in str(cell).split("; ") if j}
+    )
+    if judges:
+        from vignette_bench.eval.news.results import judge_name
+
+        s.paragraphs.append("Judged by " + ", ".join(judge_name(j) for j in judges) + ".")
+    else:
+        s.notes.append("the summary does not name its judge (written before judges were recorded): rewrite it")
+    if any(is_fixture(j) for j in judges):
+        s.notes.append(FIXTURE_NOTE)
     s.paragraphs.append(
         "Judge scores 0–100: accuracy and faithfulness higher is better, bias lower is better; "
         "mean [95% t-interval] over the answers whose judgement succeeded; failures are counted, "
@@ -38,6 +50,7 @@ def news_section(folder: str | Path) -> Section:
         if part.empty:
             continue
         cols = ["model"] + (["attribute"] if scope != "overall" else []) + ["n_items", "answer_failed", "judge_failed"]
+        cols += ["judge_note"] if any(is_fixture(j) for j in judges) else []  # beside the fixture's numbers
         table = part[[c for c in cols if c in part]].copy()
         for d in DIMS:
             if f"{d}_mean" in part:

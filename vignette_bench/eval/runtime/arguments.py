@@ -7,8 +7,7 @@ from __future__ import annotations
 import argparse
 
 from vignette_bench import cli_options as opt
-from vignette_bench.eval.runtime.questions import CONFIGS, PARADIGMS
-from vignette_bench.formats.run_record import ORDERS
+from vignette_bench.formats.vocabulary import CONFIGS, ORDERS, PARADIGMS
 
 
 def run_add_arguments(p: argparse.ArgumentParser) -> None:

@@ -22,9 +22,9 @@ from typing import Any
 
 from vignette_bench.eval.adapters.base import ChoiceResult
 from vignette_bench.formats.run_record import OPTION_STYLES, PARADIGMS, Variants
+from vignette_bench.formats.vocabulary import CONFIGS as CONFIGS  # the pair configs (one copy)
 from vignette_bench.taxonomy import Taxonomy
 
-CONFIGS = ("identity_contrast", "activity_contrast", "identity_activity_contrast", "portraits")
 N_DISTRACTORS = 3
 
 # Which paradigms each config carries (paper section 4).

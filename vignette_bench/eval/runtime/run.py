@@ -234,6 +234,23 @@ def rows_source(rows: Dataset, revision: dict[str, Any] | None = None, taxonomy:
     return PairSource(plan, lambda row: rows[at[row["pair_id"]]]["image"], dict(revision or {}), taxonomy)
 
 
+def source_placeholder(source: str | None) -> bool | None:
+    """Whether a source's renders are drawn placeholders, read from its index; None when it cannot be read."""
+    if not source:
+        return None
+    try:
+        import fsspec
+        import pandas as pd
+
+        from vignette_bench.remote import http_options
+
+        url = f"{str(source).rstrip('/')}/renders/index.parquet"
+        with fsspec.open(url, "rb", **http_options(url)) as f:
+            return bool(pd.read_parquet(f, columns=["placeholder"])["placeholder"].any())
+    except Exception:  # a Hub id offline, or a moved folder: unknown, so not claimed
+        return None
+
+
 def _hub_revision(root: str) -> dict[str, Any]:
     """The Hub commit of a hf://datasets/ source, when the Hub can be asked (the index digest pins the data anyway)."""
     if not root.startswith("hf://datasets/"):

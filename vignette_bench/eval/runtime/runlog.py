@@ -99,15 +99,8 @@ class PartWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         # One process per part: a second one on the same shard would answer the same questions again.
         # The OS drops the lock when the process dies, so a killed run never blocks its own resume.
-        self._lock = open(path.with_name(path.name + ".lock"), "a+")
-        try:
-            fcntl.flock(self._lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._lock.close()
-            raise ShardBusy(
-                f"{path}: another process is answering this shard now; wait for it, or give this one another "
-                "--shard or --out"
-            ) from None
+        self._lock_path = path.with_name(path.name + ".lock")
+        self._lock = self._take_lock()
         self.repaired_bytes = 0
         if path.exists():
             good, torn = tail_state(path)
@@ -118,6 +111,28 @@ class PartWriter:
                     f.flush()
                     os.fsync(f.fileno())
         self._file = open(path, "ab")
+
+    def _take_lock(self) -> Any:
+        """The part's lock file, opened and flock'ed. `close` deletes it (no lock files are left behind), so a
+        file locked here may have been deleted by its previous holder between our open and our flock: then
+        the lock guards nothing, and we take the new file instead."""
+        while True:
+            lock = open(self._lock_path, "a+")
+            try:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.close()
+                raise ShardBusy(
+                    f"{self.path}: another process is answering this shard now; wait for it, or give this one "
+                    "another --shard or --out"
+                ) from None
+            try:
+                current = os.stat(self._lock_path).st_ino
+            except FileNotFoundError:
+                current = None
+            if current == os.fstat(lock.fileno()).st_ino:
+                return lock
+            lock.close()  # deleted by the holder we waited for: lock the file that is there now
 
     def append(self, rows: Iterable[dict[str, Any]]) -> None:
         # One write call per batch, then flush: the OS has the batch (a killed process loses none of it).
@@ -160,7 +175,9 @@ class PartWriter:
                     with self._sync_lock:
                         self._file.close()
         finally:
-            self._lock.close()  # releases the shard
+            if not self._lock.closed:
+                self._lock_path.unlink(missing_ok=True)  # while still held: see _take_lock
+                self._lock.close()  # releases the shard
 
     def __enter__(self) -> PartWriter:
         return self

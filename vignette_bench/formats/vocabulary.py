@@ -1,0 +1,12 @@
+"""The benchmark's fixed names and defaults, standard library only: the formats, the loader and the
+runtime import them from here, and so do the CLI parsers, which print `--help` without importing
+pydantic, fsspec or the taxonomy (tests/test_startup.py; benchmarks/startup.py)."""
+
+from __future__ import annotations
+
+CONFIGS = ("identity_contrast", "activity_contrast", "identity_activity_contrast", "portraits")
+PARADIGMS = ("factuality", "perception", "stereotype", "decision")
+ORDERS = ("balanced", "both", "rule")  # vignette.PairSpace orders; the runner's default first
+DEFAULT_SIZE = (672, 336)  # the paper fed models 672x336 pairs
+DEFAULT_SEAM = 32  # pixels of cross-fade between the two halves at the output size
+DEFAULT_SOURCE = "hf://datasets/vignette-bench/vignette"  # the published source id (it does not exist yet)
