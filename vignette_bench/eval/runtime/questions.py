@@ -22,6 +22,7 @@ from typing import Any
 
 from vignette_bench.eval.adapters.base import ChoiceResult
 from vignette_bench.formats.run_record import OPTION_STYLES, PARADIGMS, Variants
+from vignette_bench.redaction import redact_reply
 from vignette_bench.taxonomy import Taxonomy
 
 CONFIGS = ("identity_contrast", "activity_contrast", "identity_activity_contrast", "portraits")
@@ -229,8 +230,8 @@ class Question:
             "candidates": list(self.candidates),
             "probabilities": probabilities,
             "valid": valid,
-            "raw": result.raw,
-            "error": error or "",
+            "raw": redact_reply(result.raw) if result.raw else result.raw,  # a server may echo credentials back
+            "error": redact_reply(error) if error else "",
             "direction": self.direction,
             "trait_dimension": self.trait_dimension,
             "chose_left": None if not side else side == "left",
