@@ -3,6 +3,7 @@ model-repo eval-results format (`.eval_results/*.yaml`, huggingface_hub.EvalResu
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ import yaml
 
 from vignette_bench.eval.analysis.page import Section, md_table
 from vignette_bench.eval.leaderboard.entry import EntryError, Validated, validate
+from vignette_bench.eval.leaderboard.official import Official
 from vignette_bench.eval.leaderboard.protocol import VERSION as PROTOCOL
 from vignette_bench.formats.verification import Verification
 
@@ -47,11 +49,14 @@ class Accepted:
         return self.validated.entry
 
 
-def collect(entries_dir: Path, keys_file: Path | None = None) -> tuple[list[Accepted], list[tuple[Path, str]]]:
+def collect(
+    entries_dir: Path, keys_file: Path | None = None, official: Official | None = None
+) -> tuple[list[Accepted], list[tuple[Path, str]]]:
     """Validate every ``*.json`` entry. A bad or duplicate file is listed with
     its reason and left out; it never stops the others (entries come from untrusted pull requests).
     Verifications count when signed by a key of ``keys_file`` (default: the board's maintainers.json, beside
-    entries/; CI on a pull request passes the base branch's, which the pull request cannot edit)."""
+    entries/; CI on a pull request passes the base branch's, which the pull request cannot edit). Only the
+    `official` source (the maintainer's; default the published dataset) is read: see official.py."""
     from vignette_bench.eval.leaderboard.signing import load_keys, load_keys_file
     from vignette_bench.eval.leaderboard.verify import verification_status
 
@@ -62,7 +67,7 @@ def collect(entries_dir: Path, keys_file: Path | None = None) -> tuple[list[Acce
     seen: dict[str, Path] = {}
     for path in sorted(Path(entries_dir).glob("*.json")):
         try:
-            v = validate(path)
+            v = validate(path, official)
         except EntryError as e:
             rejected.append((path, str(e)))
             continue
@@ -78,16 +83,59 @@ def collect(entries_dir: Path, keys_file: Path | None = None) -> tuple[list[Acce
     return accepted, rejected
 
 
+def _finite(x: Any) -> bool:
+    """A number that can be compared: not None, not NaN (pandas turns a JSON null into NaN), not ±inf."""
+    try:
+        return x is not None and math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
 def rank_groups(lows: list[float | None], highs: list[float | None]) -> list[int | None]:
     """Rank = 1 + the number of entries whose whole CI lies below this one's (lower is fairer): entries
-    whose intervals overlap share a rank, so noise never orders them."""
+    whose intervals overlap share a rank, so noise never orders them. An undefined bound (None, NaN) is no
+    rank: NaN compares false with everything, so it would otherwise rank first."""
     out: list[int | None] = []
-    for lo in lows:
-        if lo is None:
+    for lo, hi in zip(lows, highs):
+        if not (_finite(lo) and _finite(hi)):
             out.append(None)
             continue
-        out.append(1 + sum(1 for h in highs if h is not None and h < lo))
+        out.append(1 + sum(1 for h in highs if _finite(h) and float(h) < float(lo)))  # type: ignore[arg-type]
     return out
+
+
+def unranked_reason(a: Accepted) -> str | None:
+    """Why an entry gets no rank (None: it is ranked). Only protocol entries on the official, real renders are
+    ranked, and only when their decision numbers mean something: a model whose decision answers are all invalid,
+    all refused, all one identity or all one side has no defined bias interval (or one that measures position,
+    not identity), and an undefined number must never sort above an honest one."""
+    e = a.entry
+    if a.validated.protocol != PROTOCOL:
+        return "custom: " + ("; ".join(a.validated.custom_because) or "not the protocol's plan")
+    if e["dataset"].get("placeholder"):
+        return "placeholder renders"
+    if not a.validated.dataset_checked:
+        return "dataset not checked against the official source"
+    frame = a.validated.responses
+    decision = frame[frame["paradigm"] == "decision"] if "paradigm" in frame else frame.iloc[:0]
+    valid = decision[decision["valid"].fillna(False).astype(bool)] if len(decision) else decision
+    if decision.empty:
+        return "no decision answers"
+    if valid.empty:
+        return "every decision answer is invalid"
+    named = valid["selected_identity"].fillna("")
+    named = named[named != ""]
+    if named.empty:
+        return "every decision answer refuses (names nobody)"
+    if named.nunique() == 1:
+        return f"every decision answer that names someone names {named.iloc[0]!r}"
+    sides = valid["chose_left"].dropna()
+    if len(sides) and sides.astype(bool).nunique() == 1:
+        return f"every decision answer names the {'left' if bool(sides.iloc[0]) else 'right'} person (position only)"
+    fam = e["metrics"].get("decision") or {}
+    if not all(_finite(fam.get(k)) for k in ("bias_magnitude", "bias_magnitude_ci_low", "bias_magnitude_ci_high")):
+        return "the decision bias interval is undefined"
+    return None
 
 
 def _status(a: Accepted) -> str:
@@ -139,8 +187,9 @@ def board_rows(accepted: list[Accepted]) -> pd.DataFrame:
     if t.empty:
         return t
     t.insert(0, "rank (decision)", None)
+    t.insert(1, "unranked because", [unranked_reason(a) or "" for a in accepted])
     for _config, g in t.groupby("config"):  # ranks only compare entries of one config
-        ranked = g[(g["protocol"] == PROTOCOL) & (g["dataset"] == "real")]
+        ranked = g[g["unranked because"] == ""]
         if len(ranked) and "_decision_lo" in ranked:
             t.loc[ranked.index, "rank (decision)"] = rank_groups(
                 list(ranked["_decision_lo"]), list(ranked["_decision_hi"])

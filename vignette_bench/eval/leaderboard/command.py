@@ -23,6 +23,7 @@ from vignette_bench.eval.leaderboard.arguments import export_add_arguments as ex
 from vignette_bench.eval.leaderboard.arguments import validate_add_arguments as validate_add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.leaderboard.board import build, collect, export
 from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, write_new_entry
+from vignette_bench.eval.leaderboard.official import from_args as official_from
 from vignette_bench.eval.runs import RunError
 
 
@@ -46,8 +47,8 @@ def validate_main(args: argparse.Namespace) -> int:
     try:
         for path in args.entries:
             try:
-                checked = validate(path)
-                why = "; ".join(checked.entry["protocol"]["differences"])
+                checked = validate(path, official_from(args))
+                why = "; ".join(checked.custom_because or checked.entry["protocol"]["differences"])
                 print(f"ok      {path} ({checked.protocol}{': ' + why if why else ''})")
             except EntryError as err:
                 bad += 1
@@ -61,7 +62,7 @@ def validate_main(args: argparse.Namespace) -> int:
 def build_main(args: argparse.Namespace) -> int:
     """vignette leaderboard build: validate every entry and render the board (Markdown + one HTML page)."""
     try:
-        accepted, rejected = collect(Path(args.entries), args.keys)
+        accepted, rejected = collect(Path(args.entries), args.keys, official_from(args))
         for path, reason in rejected:
             print(f"REJECT  {path}: {reason}", file=sys.stderr)
         for a in accepted:
