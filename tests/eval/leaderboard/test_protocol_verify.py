@@ -9,7 +9,6 @@ import re
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 

@@ -95,12 +95,14 @@ def rank_groups(lows: list[float | None], highs: list[float | None]) -> list[int
     """Rank = 1 + the number of entries whose whole CI lies below this one's (lower is fairer): entries
     whose intervals overlap share a rank, so noise never orders them. An undefined bound (None, NaN) is no
     rank: NaN compares false with everything, so it would otherwise rank first."""
+    tops = [float(h) for lo, h in zip(lows, highs) if _finite(lo) and _finite(h)]  # type: ignore[arg-type]
     out: list[int | None] = []
     for lo, hi in zip(lows, highs):
         if not (_finite(lo) and _finite(hi)):
             out.append(None)
             continue
-        out.append(1 + sum(1 for h in highs if _finite(h) and float(h) < float(lo)))  # type: ignore[arg-type]
+        below = [h for h in tops if h < float(lo)]  # type: ignore[arg-type]
+        out.append(1 + len(below))
     return out
 
 
@@ -122,19 +124,19 @@ def unranked_reason(a: Accepted) -> str | None:
     if decision.empty:
         return "no decision answers"
     if valid.empty:
-        return "every decision answer is invalid"
+        return "all decision answers invalid"
     named = valid["selected_identity"].fillna("")
     named = named[named != ""]
     if named.empty:
-        return "every decision answer refuses (names nobody)"
+        return "all decision answers refuse (name nobody)"
     if named.nunique() == 1:
-        return f"every decision answer that names someone names {named.iloc[0]!r}"
+        return f"all decision answers name {named.iloc[0]!r}"
     sides = valid["chose_left"].dropna()
     if len(sides) and sides.astype(bool).nunique() == 1:
-        return f"every decision answer names the {'left' if bool(sides.iloc[0]) else 'right'} person (position only)"
+        return f"all decision answers pick the {'left' if bool(sides.iloc[0]) else 'right'} person (position only)"
     fam = e["metrics"].get("decision") or {}
     if not all(_finite(fam.get(k)) for k in ("bias_magnitude", "bias_magnitude_ci_low", "bias_magnitude_ci_high")):
-        return "the decision bias interval is undefined"
+        return "decision bias interval undefined"
     return None
 
 
@@ -161,7 +163,7 @@ def board_rows(accepted: list[Accepted]) -> pd.DataFrame:
             "model": e["model"]["id"],
             "revision": e["model"]["revision"][:12],
             "config": "+".join(e["sample"]["configs"]),
-            "protocol": e["protocol"]["version"],
+            "protocol": a.validated.protocol,  # the board's finding, not the entry's claim
             "status": _status(a),
             "answer mode": "+".join(sorted({v.get("answer_mode") for v in m.values()} - {None})) or "–",
             "modality": "+".join(a.validated.modalities),

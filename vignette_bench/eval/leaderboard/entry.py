@@ -5,7 +5,9 @@ that every number is finite, that the responses file (read only from ``hf://`` o
 entries' folder, size-capped) matches its sha256 and the responses schema, that the responses
 belong to the model the entry names, that a protocol entry answered exactly the protocol's
 questions (`protocol.expected_question_ids`, rebuilt from the source), that the dataset revision and
-placeholder status agree with the source's index, and that each metric summary equals what the
+placeholder status agree with the source's index (the board's official source only: official.py; another
+source an entry names is never fetched, and the entry is custom), that the derived columns follow from the
+plan and the recorded choice, and that each metric summary equals what the
 metric modules give on those responses (`analysis.numbers.summaries`). Every failure names the field
 and the reason; nothing of a foreign file (content, hash) is echoed. Whether the model really gave
 these answers is `verify`'s job (re-asking a random subset).

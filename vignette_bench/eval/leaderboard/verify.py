@@ -151,9 +151,9 @@ LOCAL = "local"
 def endpoint_of(spec: str) -> str:
     """Where a spec's model answers: LOCAL (weights or a reference model on this machine) or an allow-listed
     provider endpoint; anything else is refused (EntryError on ``--model``)."""
-    from vignette_bench.eval.adapters.backends import BACKENDS
     from urllib.parse import urlsplit, urlunsplit
 
+    from vignette_bench.eval.adapters.backends import BACKENDS
     from vignette_bench.eval.adapters.spec import SpecError, parse_spec
 
     def public_url(url: str) -> str:  # scheme, host, port and path: no credentials, no query
