@@ -19,9 +19,8 @@ def create_add_arguments(p: argparse.ArgumentParser) -> None:
 
 def official_source_arguments(p: argparse.ArgumentParser) -> None:
     """The board's official source (the maintainer's, never an entry's) and the flag to read others."""
-    p.add_argument(
-        "--source",
-        metavar="SOURCE",
+    opt.source(
+        p,
         help="the board's official source: the only one whose entries are ranked and the only one read "
         "(default the published dataset, hf://datasets/vignette-bench/vignette)",
     )

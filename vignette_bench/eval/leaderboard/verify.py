@@ -317,8 +317,8 @@ def verify(
     for qid, rec in recorded.iterrows():
         new = answers[qid]
         old_choice = rec["choice"] if isinstance(rec["choice"], str) else None
-        # what the metrics read: the choice, and the identity and side it stands for (validate derived both
-        # from the plan, so a recorded choice with a fabricated identity or side cannot agree)
+        # what the metrics read: the choice, and the identity, side and correctness it stands for (validate
+        # derived them from the plan, so a recorded choice with a fabricated identity or side cannot agree)
         same = old_choice == new["choice"] and _derived(rec) == _derived(new)
         if mode == "score":
             same, d, tie = score_agreement(
@@ -375,13 +375,18 @@ def verify(
     )
 
 
-def _derived(row: Any) -> tuple[str, bool | None]:
-    """(selected_identity, chose_left) as the metrics read them; null and NaN alike."""
+def _derived(row: Any) -> tuple[str, bool | None, bool | None]:
+    """(selected_identity, chose_left, correct) as the metrics read them; null and NaN alike."""
+
+    def null(value: Any) -> bool:
+        return value is None or (isinstance(value, float) and value != value) or type(value).__name__ == "NAType"
+
+    def flag(value: Any) -> bool | None:
+        return None if null(value) else bool(value)
+
     who = row.get("selected_identity")
-    left = row.get("chose_left")
-    who = "" if who is None or (isinstance(who, float) and who != who) else str(who)
-    left = None if left is None or (isinstance(left, float) and left != left) else bool(left)
-    return who, left
+    who = "" if null(who) else str(who)
+    return who, flag(row.get("chose_left")), flag(row.get("correct"))
 
 
 def _mismatch(m: dict[str, Any]) -> Mismatch:
