@@ -238,7 +238,7 @@ def test_dropped_sources_and_fabricated_derived_columns_are_refused(board: Path,
 
 
 def test_a_derived_column_that_disagrees_with_the_plan_is_refused(board: Path, tmp_path: Path, capsys) -> None:
-    """chose_left where the row cannot tell (same identity both sides) is checked against the plan's sides."""
+    """A flipped chose_left, the answers themselves unchanged (the always-left model made to look balanced)."""
     root = _copy(board, tmp_path, "always-left")
     frame = pd.read_parquet(root / "runs" / "left" / "responses.parquet")
     side = frame["chose_left"].notna()

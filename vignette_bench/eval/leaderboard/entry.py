@@ -346,6 +346,8 @@ def validate(path: str | Path, official: Official | None = None) -> Validated:
     source = entry["dataset"]["source"]
     readable = official.may_read(source)
     dataset_checked = _check_dataset(entry) if readable else False
+    if not readable:
+        _check_recorded_settings(entry)  # needs no source
     version, why = _check_protocol(entry, frame, official) if readable else (CUSTOM, [_not_official(source)])
     compare(entry["metrics"], summaries(frame), "metrics")
     _check_adapter_mode(entry)  # after the metrics: their answer modes are then the recomputed ones
