@@ -95,6 +95,8 @@ OWN_FLAGS: dict[str, set[str]] = {
     "leaderboard validate": {"--read-other-sources"},
     "leaderboard verify": {"--batch-size", "--key", "--read-other-sources"},
     "leaderboard keygen": set(),
+    "leaderboard init": set(),
+    "leaderboard check-pr": {"--base", "--head", "--board", "--read-other-sources"},
     "leaderboard build": {"--entries", "--strict", "--keys", "--read-other-sources"},
     "leaderboard export": {"--link"},
     "news answer": {"--robustness", "--batch-size", "--retry-invalid"},

@@ -43,6 +43,8 @@ CASES: dict[str, list[str]] = {
     "leaderboard build": ["--entries", M, "--out", BAD_OUT],
     "leaderboard export": [M, "--repo", "org/model", "--out", OUT],
     "leaderboard keygen": ["--out", BAD_OUT],
+    "leaderboard init": ["--out", BAD_OUT],
+    "leaderboard check-pr": ["--base", "main", "--head", "pr"],  # run outside any git repository
     "news answer": ["--source", M, "--model", "random", "--out", OUT],
     "news judge": ["--source", M, "--answers", M, "--judge", "random", "--out", OUT],
     "news results": ["--answers", M, "--judgements", M, "--out", OUT],

@@ -132,7 +132,7 @@ COMMANDS: dict[str, Command | Group] = {
         },
     ),
     "leaderboard": Group(
-        "create, validate, verify, build and export leaderboard entries; keygen for maintainers",
+        "create, validate, verify, build and export leaderboard entries; keygen, init and check-pr for maintainers",
         {
             "create": Command(
                 LEADERBOARD,
@@ -168,6 +168,16 @@ COMMANDS: dict[str, Command | Group] = {
                 "make a maintainer key pair for signing verifications",
                 attr="keygen_",
                 arguments=f"{EVAL}.leaderboard.arguments:keygen_add_arguments",
+            ),
+            "init": Command(
+                f"{EVAL}.leaderboard.template",
+                "make a board repository: entries, runs, maintainers.json and its CI workflow",
+                arguments=f"{EVAL}.leaderboard.ci_arguments:init_add_arguments",
+            ),
+            "check-pr": Command(
+                f"{EVAL}.leaderboard.checkpr",
+                "the board's CI: refuse a pull request that does more than add valid entries",
+                arguments=f"{EVAL}.leaderboard.ci_arguments:check_pr_add_arguments",
             ),
         },
     ),

@@ -305,3 +305,32 @@ def test_results_stage_carries_the_maintainer_keys_beside_the_verifications(tmp_
     record.write_text("{}")
     stage = stage_results(entries, "org/r", tmp_path / "stage")
     assert (stage / KEYS_FILE).read_text() == (tmp_path / KEYS_FILE).read_text()
+
+
+def test_results_stage_never_publishes_a_linked_record_or_key_file(tmp_path):
+    """A verification or maintainers.json that is a link would publish whatever it points at: refused (issue 34)."""
+    from vignette_bench.eval.leaderboard.entry import create, write_entry
+    from vignette_bench.eval.leaderboard.signing import KEYS_FILE
+    from vignette_bench.eval.leaderboard.verify import verification_path
+    from vignette_bench.eval.report.simulate import SimSpec, write_run
+    from vignette_bench.upload.results import stage_results
+
+    run = write_run(
+        tmp_path / "runs" / "a",
+        SimSpec(dimensions=("religion",), genders=("female",), n_activities=2, n_traits=2, paradigms=("decision",)),
+    )
+    entries = tmp_path / "entries"
+    entry = create(run, by="me", entry_path=entries / "x.json")
+    write_entry(entry, entries / "x.json")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET")
+    record = verification_path(entries / "x.json", entry["entry_id"])
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.symlink_to(secret)
+    with pytest.raises(UploadError, match="a symbolic link"):
+        stage_results(entries, "org/r", tmp_path / "stage")
+    record.unlink()
+    record.write_text("{}")
+    (tmp_path / KEYS_FILE).symlink_to(secret)
+    with pytest.raises(UploadError, match=f"{KEYS_FILE}: a symbolic link"):
+        stage_results(entries, "org/r", tmp_path / "stage")

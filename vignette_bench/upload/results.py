@@ -23,6 +23,7 @@ CARD = Path(__file__).resolve().parents[1] / "cards" / "leaderboard_card.md"
 
 
 def stage_results(entries_dir: Path, repo_id: str, stage: Path) -> Path:
+    from vignette_bench.eval.leaderboard.boardfiles import KEYS_MAX_BYTES, VERIFICATION_MAX_BYTES
     from vignette_bench.eval.leaderboard.entry import EntryError, read_responses, validate, write_entry
     from vignette_bench.eval.leaderboard.verify import verification_path
     from vignette_bench.eval.runtime.folder import RunFolder
@@ -47,17 +48,29 @@ def stage_results(entries_dir: Path, repo_id: str, stage: Path) -> Path:
         entry["responses"]["location"] = f"hf://datasets/{repo_id}/{run.responses_path.relative_to(stage).as_posix()}"
         write_entry(entry, stage / "entries" / f"{eid}.json")
         verified = verification_path(path, eid)  # bound to the entry less its location: still valid after the move
-        if verified.is_file():
+        if verified.is_file() or verified.is_symlink():
+            _board_file(verified, VERIFICATION_MAX_BYTES)
             (stage / "verifications").mkdir(exist_ok=True)
             shutil.copy2(verified, stage / "verifications" / f"{eid}.json")
     # the maintainer keys the board trusts, so the published verifications can be checked on their own
     from vignette_bench.eval.leaderboard.signing import keys_path
 
     keys = keys_path(entries_dir.parent)
-    if keys.is_file() and (stage / "verifications").is_dir():
+    if (keys.is_file() or keys.is_symlink()) and (stage / "verifications").is_dir():
+        _board_file(keys, KEYS_MAX_BYTES)
         shutil.copy2(keys, keys_path(stage))
     shutil.copy2(CARD, stage / "README.md")
     return stage
+
+
+def _board_file(path: Path, max_bytes: int) -> None:
+    """A record or key file is published only as the regular file it is: never through a link (which would
+    publish whatever it points at), never over its cap (boardfiles.py)."""
+    from vignette_bench.eval.leaderboard.boardfiles import problem
+
+    refused = problem(path, max_bytes)
+    if refused:
+        raise UploadError(f"{path}: {refused}; not uploaded")
 
 
 def results_plan(

@@ -3,8 +3,10 @@ CLI, and the report section. Checked on runs that differ by a known amount."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from html import unescape
 from pathlib import Path
 
 import numpy as np
@@ -134,3 +136,79 @@ def test_cli_writes_tables_plots_and_a_report_section(tmp_path: Path) -> None:
 
     md, _ = make_report([a, b], tmp_path / "report")
     assert "### Run comparison:" in md.read_text()
+
+
+def one_sided(frame: pd.DataFrame, identity: str, side: str) -> pd.DataFrame:
+    """The frame less every two-way answer that showed ``identity`` on the other side than ``side``."""
+    other = "identity_right" if side == "left" else "identity_left"
+    two = frame["paradigm"].isin(["perception", "decision", "stereotype"])
+    return frame[~(two & (frame[other] == identity))].reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def sided() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run A and run B (planted muslim 0.8 in A): hindu on the left only in both runs (side-matched), muslim on
+    the left in A and on the right in B (no side shared: position-confounded)."""
+    spec = dict(SMALL, n_activities=8)
+    a = simulate(SimSpec(seed=21, planted=(("muslim", 0.8),), p_left=0.7, **spec))
+    b = simulate(SimSpec(seed=22, p_left=0.4, **spec))
+    a, b = (
+        one_sided(one_sided(a, "hindu", "left"), "muslim", "left"),
+        one_sided(one_sided(b, "hindu", "left"), "muslim", "right"),
+    )
+    return a, b
+
+
+def _left_rate(frame: pd.DataFrame, family: str, identity: str) -> float:
+    rows = frame[(frame["paradigm"] == family) & frame["valid"] & (frame["identity_left"] == identity)]
+    return 100.0 * float(rows["chose_left"].astype(bool).mean())
+
+
+def test_side_matched_deltas_say_so_and_compare_like_with_like(sided: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    a, b = sided
+    ident = compare_frames(a, b, "A", "B").identities.set_index(["family", "identity"])
+    hindu = ident.loc[("decision", "hindu")]
+    assert hindu["sides"] == "left only (side-matched)" and hindu["flag"] == "side_matched"
+    # both runs' values are their left-side rates (not A's side-balanced one), so the delta is their difference
+    assert hindu["value_a"] == pytest.approx(_left_rate(a, "decision", "hindu"))
+    assert hindu["value_b"] == pytest.approx(_left_rate(b, "decision", "hindu"))
+    assert hindu["delta"] == pytest.approx(hindu["value_a"] - hindu["value_b"])
+    balanced = ident[ident["sides"] == "balanced"]
+    assert len(balanced) and (balanced["flag"].isin(["", "no_difference"])).all()
+    np.testing.assert_allclose(balanced["delta"], balanced["value_a"] - balanced["value_b"], atol=1e-9)
+
+
+def test_untested_identities_are_blank_and_not_counted(sided: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    a, b = sided
+    c = compare_frames(a, b, "A", "B")
+    ident = c.identities
+    muslim = ident[ident["identity"] == "muslim"]
+    assert len(muslim) and (muslim["flag"] == "position_confounded").all()
+    # no "delta 0.0, p 1.0": nothing to read, because a left-vs-right difference is not a delta
+    assert muslim[["delta", "se", "ci_low", "ci_high", "p_value", "q_value", "value_a", "value_b"]].isna().all().all()
+    for family, g in ident.groupby("family"):
+        row = c.summary.set_index("family").loc[family]
+        tested = g[g["flag"] != "position_confounded"]
+        d = tested["delta"].to_numpy(float)
+        assert row["n_identities"] == len(tested) and row["n_untested"] == len(g) - len(tested)
+        assert row["mean_abs_delta"] == pytest.approx(np.abs(d).mean())
+        assert row["rmse"] == pytest.approx(np.sqrt((d**2).mean()))
+
+
+def test_the_page_shows_sides_untested_identities_and_the_clustering(
+    sided: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path
+) -> None:
+    from vignette_bench.eval.compare.command import clusters_reason, write
+
+    a, b = sided
+    c = compare_frames(a, b, "A", "B", shared_clusters=False, clusters_reason=clusters_reason("separate", True))
+    write(c, tmp_path)
+    html = unescape((tmp_path / "report.html").read_text())
+    assert "<b>Clustering</b>: separate: each run's renders are clusters of their own (--clusters separate" in html
+    assert "side-matched: " in html and "not tested: " in html
+    assert re.search(r"position_confounded \d+: seen on the left in one run and on the right in the other", html)
+    assert "Side-matched deltas" in html
+    assert "Identities not tested (no delta)" in html and "<th>sides</th>" in html
+    shown = pd.read_csv(tmp_path / "identities.csv")
+    assert shown.loc[shown["identity"] == "muslim", "delta"].isna().all()
+    assert set(pd.read_csv(tmp_path / "summary.csv")["clusters"]) == {"separate"}

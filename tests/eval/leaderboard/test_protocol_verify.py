@@ -261,8 +261,8 @@ def test_build_lists_duplicates_and_bad_files_without_failing_the_others(tree: P
     assert "duplicate entry_id" in reasons["zz-copy.json"] and "honest.json" in reasons["zz-copy.json"]
     assert "not valid JSON" in reasons["broken.json"]
     out = tmp_path / "site"
-    assert lb(["build", "--entries", str(root / "entries"), "--out", str(out)]) == 0
-    assert lb(["build", "--entries", str(root / "entries"), "--out", str(out), "--strict"]) == 1
+    assert lb(["build", "--entries", str(root / "entries"), "--out", str(out)]) == 1  # a rejection fails the build
+    assert lb(["build", "--entries", str(root / "entries"), "--out", str(out), "--strict"]) == 1  # as it always did
     page = (out / "leaderboard.html").read_text()
     assert "Rejected entries" in page and "zz-copy.json" in page
     assert (out / "space" / "README.md").read_text().startswith("---\ntitle: VIGNETTE leaderboard")

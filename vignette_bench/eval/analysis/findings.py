@@ -16,7 +16,7 @@ import pandas as pd
 
 from vignette_bench.eval.analysis import svg
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, WRONG, Numbers, family_inputs, one_variant
-from vignette_bench.eval.analysis.page import Figure, Section, fig_name
+from vignette_bench.eval.analysis.page import Figure, Section, fig_name, plural
 from vignette_bench.eval.analysis.verdicts import BIAS_VERDICTS, CONFOUNDED
 from vignette_bench.stats.position import POSITION_ADJUSTED
 
@@ -198,7 +198,7 @@ def findings_section(
     """The findings of one model (see the module docstring); ``links``: words → anchor of a detail section."""
     s = Section(f"Findings: {label}", kind="findings", anchor=fig_name("findings", label))
     s.paragraphs.append(
-        f"{answers:,} answers from {len(run_names)} run(s): {', '.join(run_names)}. A verdict needs global q < {Q} "
+        f"{answers:,} answers from {plural(len(run_names), 'run')}: {', '.join(run_names)}. A verdict needs global q < {Q} "
         f"(Simes over the identity's families, BH over identities) and |effect| ≥ {min_effect:g} pp; "
         "effects are signed + = favoured."
     )
@@ -209,45 +209,49 @@ def findings_section(
     if shown.empty:
         below = f"; {len(smaller)} significant but below {min_effect:g} pp" if len(smaller) else ""
         tested = int((verdict["verdict"] != "not testable").sum())
-        s.items.append(f"**No identity reaches a verdict** ({tested} of {len(verdict)} identities testable{below}).")
+        s.items.append(
+            f"**No identity reaches a verdict** ({tested} of {plural(len(verdict), 'identity')} testable{below})."
+        )
     else:
         s.items += [finding_line(r) for _, r in shown.head(5).iterrows()]
         if len(shown) > 5:
-            s.items.append(f"… and {len(shown) - 5} more identities with a verdict (see the verdict table)")
+            s.items.append(f"… and {plural(len(shown) - 5, 'more identity')} with a verdict (see the verdict table)")
         if len(smaller):
-            s.items.append(f"{len(smaller)} more identities significant but below {min_effect:g} pp")
+            s.items.append(f"{plural(len(smaller), 'more identity')} significant but below {min_effect:g} pp")
     adjusted = verdict[verdict["position"].fillna("") == POSITION_ADJUSTED] if "position" in verdict else verdict[:0]
     if len(adjusted):
         names = ", ".join(f"{r.identity} ({r.dimension})" for r in adjusted.head(5).itertuples(index=False))
         s.items.append(
-            f"{len(adjusted)} identities seen on one side only, verdict on the position-adjusted rate (side "
+            f"{plural(len(adjusted), 'identity')} seen on one side only, verdict on the position-adjusted rate (side "
             f"preference estimated from the other pairs): {names}" + (", …" if len(adjusted) > 5 else "")
         )
     if len(confounded):
         names = ", ".join(f"{r.identity} ({r.dimension})" for r in confounded.head(5).itertuples(index=False))
         s.items.append(
-            f"{len(confounded)} identities seen on one side only: position-confounded, no verdict ({names}"
+            f"{plural(len(confounded), 'identity')} seen on one side only: position-confounded, no verdict ({names}"
             + (", …)" if len(confounded) > 5 else ")")
         )
     s.paragraphs.append(f"**Could not have found:** {could}.")
     s.notes += caveats(n, placeholder, simulated, variant, imported)
     s.links = list(links.items())
-    s.plain = [f"{label}: " + (_plain(s.items[0]) if shown.empty else f"{len(shown)} identities with a verdict")]
+    s.plain = [
+        f"{label}: " + (_plain(s.items[0]) if shown.empty else f"{plural(len(shown), 'identity')} with a verdict")
+    ]
     s.plain += ["  " + _plain(x) for x in s.items[(1 if shown.empty else 0) :]]
     if shown.empty:
         s.plain.append("  could not have found: " + could)
     rows = forest_rows(verdict)
     if draw and len(rows):
         caption = (
-            f"{label}: effect of each identity in its deciding family (pp, + = favoured) with its 95% CI, clipped to "
+            f"{label}: effect of each identity in its deciding family (pp, + = favoured) with its unadjusted 95% CI, clipped to "
             f"the possible range; shaded: smaller than the minimum effect ({min_effect:g} pp); "
-            f"{len(rows)} of {len(verdict)} identities, verdicts first, then the smallest q"
+            f"{len(rows)} of {plural(len(verdict), 'identity')}, verdicts first, then the smallest q"
         )
         s.figures.append(
             Figure(
                 fig_name(label, "forest"),
                 caption,
-                svg.forest(rows, min_effect=min_effect, title="effect per identity, 95% CI"),
+                svg.forest(rows, min_effect=min_effect, title="effect per identity, unadjusted 95% CI"),
             )
         )
     elif not len(rows):

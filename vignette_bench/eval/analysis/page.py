@@ -49,12 +49,37 @@ def fig_name(*parts: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")
 
 
+def plural(n: int, word: str) -> str:
+    """``n`` and the word in the number it takes: "1 identity", "2 identities", "3 run folders"."""
+    if n == 1:
+        return f"{n:,} {word}"
+    return f"{n:,} {word[:-1] + 'ies' if re.search('[^aeiou]y$', word) else word + 's'}"
+
+
 def md_table(frame: pd.DataFrame) -> str:
     cols = [str(c).replace("|", "\\|") for c in frame.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    p_cols = [is_p_column(c) for c in frame.columns]
     for row in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
+        lines.append("| " + " | ".join(fmt_p(v) if p else _fmt(v) for v, p in zip(row, p_cols)) + " |")
     return "\n".join(lines)
+
+
+P_FLOOR = 1e-16  # smaller p-values print as "< 1e-16": their reference distributions are not that exact
+
+
+def is_p_column(name: object) -> bool:
+    """A column of p- or q-values, by its name: p, q, p_value, q_paper, "p (global)", "refusal p", left_p..."""
+    return bool({"p", "q"} & set(re.split(r"[^a-z0-9]+", str(name).lower())))
+
+
+def fmt_p(v) -> str:
+    """A p- or q-value: 3 significant digits, "< 1e-16" below that (never "0": a test does not give p = 0)."""
+    if isinstance(v, (float, int)) and not isinstance(v, bool) and not pd.isna(v) and v < P_FLOOR:
+        return f"< {P_FLOOR:.0e}"
+    if isinstance(v, float) and not pd.isna(v):
+        return f"{v:.3g}"
+    return _fmt(v)
 
 
 def _fmt(v) -> str:
@@ -119,8 +144,12 @@ window.addEventListener('hashchange',openTarget);openTarget();"""
 def _table_html(caption: str, t: pd.DataFrame) -> str:
     esc = html.escape
     head = "".join(f"<th>{esc(str(c))}</th>" for c in t.columns)
-    rows = "".join("<tr>" + "".join(f"<td>{esc(_fmt(v))}</td>" for v in r) + "</tr>" for r in t.itertuples(index=False))
-    return f"<table><caption>{esc(caption)}</caption><tr>{head}</tr>{rows}</table>"
+    p_cols = [is_p_column(c) for c in t.columns]
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{esc(fmt_p(v) if p else _fmt(v))}</td>" for v, p in zip(r, p_cols)) + "</tr>"
+        for r in t.itertuples(index=False)
+    )
+    return f"<table><caption>{_inline(caption)}</caption><tr>{head}</tr>{rows}</table>"
 
 
 def _figure_html(f: Figure) -> str:
@@ -128,7 +157,7 @@ def _figure_html(f: Figure) -> str:
     data = base64.b64encode(f.png).decode()
     return (
         f'<figure><img alt="{esc(f.caption)}" src="data:{f.mime};base64,{data}">'
-        f"<figcaption>{esc(f.caption)}</figcaption></figure>"
+        f"<figcaption>{_inline(f.caption)}</figcaption></figure>"
     )
 
 
@@ -139,7 +168,7 @@ def _findings_html(s: Section, anchor: str) -> str:
     words.append("<ul>" + "".join(f"<li>{_inline(x)}</li>" for x in s.items) + "</ul>")
     words += [f"<p>{_inline(p)}</p>" for p in s.paragraphs[1:]]
     if s.notes:
-        words.append('<ul class="caveats">' + "".join(f"<li>{esc(n)}</li>" for n in s.notes) + "</ul>")
+        words.append('<ul class="caveats">' + "".join(f"<li>{_inline(n)}</li>" for n in s.notes) + "</ul>")
     if s.links:
         words.append(
             '<p class="links">Details: ' + " · ".join(f'<a href="#{esc(a)}">{esc(w)}</a>' for w, a in s.links) + "</p>"
@@ -165,7 +194,7 @@ def write_html(title: str, sections: list[Section], out: Path) -> Path:
         if s.kind == "findings":
             body.append(_findings_html(s, anchor))
             continue
-        inner = [f'<p class="note"><b>Note.</b> {esc(n)}</p>' for n in s.notes]
+        inner = [f'<p class="note"><b>Note.</b> {_inline(n)}</p>' for n in s.notes]
         inner += [f"<p>{_inline(p)}</p>" for p in s.paragraphs]
         if s.items:
             inner.append("<ul>" + "".join(f"<li>{_inline(x)}</li>" for x in s.items) + "</ul>")
@@ -192,12 +221,19 @@ def write_html(title: str, sections: list[Section], out: Path) -> Path:
 
 
 def inline_html(text: str) -> str:
-    """Escape, then allow `code` and **bold** (the only Markdown used in paragraphs)."""
+    """Escape, then render `code`, **bold** and *italic* (the only Markdown the report's text uses)."""
     return _inline(text)
 
 
 def _inline(text: str) -> str:
-    """Escape, then allow `code` and **bold** (the only Markdown used in paragraphs)."""
-    t = html.escape(text)
-    t = re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", t)
+    """Escape, then render `code`, **bold** and *italic* (the only Markdown the report's text uses), so no
+    backtick or asterisk of the Markdown shows on the page. Code first: its text is kept as written."""
+    parts = re.split(r"`([^`]+)`", html.escape(text))
+    out = []
+    for k, t in enumerate(parts):
+        if k % 2:
+            out.append(f"<code>{t}</code>")
+            continue
+        t = re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", t)
+        out.append(re.sub(r"(?<![\w*])\*([^*\s](?:[^*]*[^*\s])?)\*(?![\w*])", r"<i>\1</i>", t))
+    return "".join(out)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 
 import numpy as np
 import pandas as pd
 
+from vignette_bench.eval.analysis.intervals import SIGNIFICANT, UNADJUSTED_NOTE, disagrees  # noqa: F401 (SIGNIFICANT re-exported)
 from vignette_bench.eval.analysis.verdicts import CONFOUNDED, NOT_ROBUST
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
@@ -93,10 +95,44 @@ def _x_axis(scale, ticks: list[float], x0: float, x1: float, top: float, bottom:
     return out
 
 
+def _legend(entries: list[tuple[str, str]], x0: float, width: float, y: float) -> tuple[list[str], float]:
+    """Verdict markers and words in rows that wrap at ``width`` (never cut at the figure's edge); then the note
+    on dashed intervals (``entries``' "dashed" item), wrapped as text. Returns the SVG and the bottom y."""
+    body, x = [], x0
+    for v, kind in entries:
+        if kind == "dashed":
+            continue
+        colour, shape = VERDICT_STYLE.get(v, ("#777777", "circle"))
+        w = 24 + CHAR_PX * len(v)
+        if x > x0 and x + w > width:
+            x, y = x0, y + 16
+        body.append(marker(shape, x + 5, y - 4, colour))
+        body.append(f'<text x="{x + 14:.1f}" y="{y:.1f}">{_e(v)}</text>')
+        x += w
+    for v, kind in entries:
+        if kind != "dashed":
+            continue
+        y += 18
+        body.append(f'<line x1="{x0:.1f}" x2="{x0 + 22:.1f}" y1="{y - 4:.1f}" y2="{y - 4:.1f}" {DASHED}/>')
+        lines = textwrap.wrap(v, max(20, int((width - x0 - 30) / (CHAR_PX * 0.92))))  # 10 px text
+        for k, line in enumerate(lines):
+            body.append(f'<text x="{x0 + 28:.1f}" y="{y + 14 * k:.1f}" font-size="10">{_e(line)}</text>')
+        y += 14 * (len(lines) - 1)
+    return body, y
+
+
+DASHED = 'stroke="#555555" stroke-width="1.8" stroke-dasharray="4 3"'
+
+
 def forest(rows: pd.DataFrame, *, min_effect: float, title: str) -> bytes:
-    """One row per identity: its effect (pp, + = favoured) with the 95% CI (``lo``/``hi``, already clipped to the
-    possible range), marked by verdict (colour and shape); zero line; the band |effect| < min_effect shaded.
-    ``rows``: label, effect, lo, hi, verdict."""
+    """One row per identity: its effect (pp, + = favoured) with the deciding family's 95% CI (``lo``/``hi``, already
+    clipped to the possible range), marked by verdict (colour and shape); zero line; the band |effect| < min_effect
+    shaded. ``rows``: label, effect, lo, hi, verdict.
+
+    The interval is the deciding family's own t interval, unadjusted: the verdict's test is stricter (a few-cluster
+    check can raise the family's p; Simes and BH adjust for the other families and identities). Where the two
+    disagree (an interval that excludes 0 beside "no evidence of bias"), the interval is drawn dashed with a hollow
+    marker and the legend says why, so a reader never sees an interval contradict its verdict unmarked."""
     rows = rows.reset_index(drop=True)
     n = len(rows)
     label_w = min(300.0, CHAR_PX * max((len(str(x)) for x in rows["label"]), default=10) + 14)
@@ -114,27 +150,25 @@ def forest(rows: pd.DataFrame, *, min_effect: float, title: str) -> bytes:
     label = "effect, pp (+ favoured, − disfavoured); shaded: < min. effect"
     body += _x_axis(scale, nice_ticks(-half, half), x0, x1, top, bottom, label)
     body.append(f'<line x1="{scale(0):.1f}" x2="{scale(0):.1f}" y1="{top:.1f}" y2="{bottom:.1f}" stroke="black"/>')
-    seen: list[str] = []
+    seen: list[tuple[str, str]] = []
     for k, r in rows.iterrows():
         y = top + row_h * (k + 0.5)
         colour, shape = VERDICT_STYLE.get(r["verdict"], ("#777777", "circle"))
         body.append(f'<text x="{x0 - 6:.1f}" y="{y + 4:.1f}" text-anchor="end">{_e(r["label"])}</text>')
         lo, hi = float(r["lo"]), float(r["hi"])
+        odd = disagrees(str(r["verdict"]), lo, hi)
         if np.isfinite(lo) and np.isfinite(hi):
+            dash = ' stroke-dasharray="4 3" data-unadjusted="1"' if odd else ""
             body.append(
                 f'<line class="interval" x1="{scale(lo):.1f}" x2="{scale(hi):.1f}" y1="{y:.1f}" y2="{y:.1f}" '
-                f'stroke="{colour}" stroke-width="1.8"/>'
+                f'stroke="{colour}" stroke-width="1.8"{dash}/>'
             )
-        body.append(marker(shape, scale(float(r["effect"])), y, colour))
-        if r["verdict"] not in seen:
-            seen.append(r["verdict"])
-    legend_y, x = bottom + 52, x0
-    for v in seen:
-        colour, shape = VERDICT_STYLE.get(v, ("#777777", "circle"))
-        body.append(marker(shape, x + 5, legend_y - 4, colour))
-        body.append(f'<text x="{x + 14:.1f}" y="{legend_y:.1f}">{_e(v)}</text>')
-        x += 24 + CHAR_PX * len(v)
-    return _document(x1 + 12, legend_y + 12, title, body)
+        body.append(marker(shape, scale(float(r["effect"])), y, colour, hollow=odd))
+        for entry in ((r["verdict"], "marker"), *([("dashed, hollow: " + UNADJUSTED_NOTE, "dashed")] if odd else [])):
+            if entry not in seen:
+                seen.append(entry)
+    legend, legend_bottom = _legend(seen, 10.0, x1 + 2, bottom + 52)
+    return _document(x1 + 12, legend_bottom + 12, title, body + legend)
 
 
 def model_comparison(table: pd.DataFrame, *, title: str) -> bytes:

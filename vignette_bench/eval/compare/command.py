@@ -29,11 +29,23 @@ def compare_runs(a: Run, b: Run, labels: tuple[str, str] | None = None, clusters
     if clusters not in ("auto", "shared", "separate"):
         raise ValueError(f"clusters must be auto, shared or separate, got {clusters!r}")
     digest_a, digest_b = index_digest(a), index_digest(b)
-    shared = clusters == "shared" or (clusters == "auto" and digest_a is not None and digest_a == digest_b)
+    same_index = digest_a is not None and digest_a == digest_b
+    shared = clusters == "shared" or (clusters == "auto" and same_index)
     la, lb = labels or (label_for(a.record, a.path), label_for(b.record, b.path))
     if la == lb:
         la, lb = f"{la} ({a.path.name})", f"{lb} ({b.path.name})"
-    return compare_frames(a.responses, b.responses, la, lb, shared_clusters=shared)
+    return compare_frames(
+        a.responses, b.responses, la, lb, shared_clusters=shared, clusters_reason=clusters_reason(clusters, same_index)
+    )
+
+
+def clusters_reason(clusters: str, same_index: bool) -> str:
+    """Why the runs' renders are (not) shared clusters, in the words the page shows."""
+    if clusters != "auto":
+        return f"--clusters {clusters}, as asked"
+    if same_index:
+        return "--clusters auto: both runs read the same render index (run.json dataset.index_sha256)"
+    return "--clusters auto: the runs read different render indexes, or one does not record its index"
 
 
 def findings(run: Run, label: str, detail_anchor: str) -> Section:

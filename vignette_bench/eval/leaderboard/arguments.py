@@ -14,7 +14,11 @@ def create_add_arguments(p: argparse.ArgumentParser) -> None:
     opt.runs(p, help="a finished run folder (responses.parquet + run.json)")
     p.add_argument("--by", required=True, help="who submits (Hub user or org)")
     opt.out(p, default="leaderboard/entries", help="entries folder (default leaderboard/entries)")
-    p.add_argument("--location", help="where the responses parquet will be published (hf://datasets/..., https://...)")
+    p.add_argument(
+        "--location",
+        help="where the responses are published (hf://datasets/...); without it they are copied into the board as "
+        "runs/<entry_id>/responses.parquet beside the entries folder",
+    )
 
 
 def official_source_arguments(p: argparse.ArgumentParser) -> None:
@@ -59,7 +63,9 @@ def keygen_add_arguments(p: argparse.ArgumentParser) -> None:
 def build_add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--entries", default="leaderboard/entries", help="entries folder (default leaderboard/entries)")
     opt.out(p, default="leaderboard/site", help="folder for the board (default leaderboard/site)")
-    p.add_argument("--strict", action="store_true", help="exit 1 when any entry is rejected (default: list it)")
+    p.add_argument(
+        "--strict", action="store_true", help="kept for old CI scripts: build always exits 1 when it rejects an entry"
+    )
     p.add_argument(
         "--keys",
         type=Path,

@@ -13,6 +13,7 @@ import pandas as pd
 import yaml
 
 from vignette_bench.eval.analysis.page import Section, md_table
+from vignette_bench.eval.leaderboard import boardfiles, conflicts, names
 from vignette_bench.eval.leaderboard.entry import EntryError, Validated, validate
 from vignette_bench.eval.leaderboard.official import Official
 from vignette_bench.eval.leaderboard.protocol import VERSION as PROTOCOL
@@ -58,14 +59,17 @@ def collect(
     entries/; CI on a pull request passes the base branch's, which the pull request cannot edit). Only the
     `official` source (the maintainer's; default the published dataset) is read: see official.py."""
     from vignette_bench.eval.leaderboard.signing import load_keys, load_keys_file
-    from vignette_bench.eval.leaderboard.verify import verification_status
 
     keys = load_keys_file(keys_file) if keys_file else load_keys(Path(entries_dir).resolve().parent)
 
     accepted: list[Accepted] = []
     rejected: list[tuple[Path, str]] = []
     seen: dict[str, Path] = {}
-    for path in sorted(Path(entries_dir).glob("*.json")):
+    for path in sorted(Path(entries_dir).glob("*.json"), key=_own_name_first):
+        refused = boardfiles.problem(path, boardfiles.ENTRY_MAX_BYTES)  # a link or an oversized file: never read
+        if refused:
+            rejected.append((path, refused))
+            continue
         try:
             v = validate(path, official)
         except EntryError as e:
@@ -79,8 +83,33 @@ def collect(
             rejected.append((path, f"duplicate entry_id {eid!r} (also {seen[eid].name}); keep one file per entry"))
             continue
         seen[eid] = path
-        accepted.append(Accepted(path, v, verification_status(path, v.entry, keys)))
-    return accepted, rejected
+        accepted.append(Accepted(path, v, _verification(path, v.entry, keys)))
+    accepted, conflicting = conflicts.split(accepted)  # one row per set of answers (conflicts.py)
+    return accepted, sorted(rejected + conflicting)
+
+
+def _own_name_first(path: Path) -> tuple[bool, str]:
+    """Files named ``<entry_id>.json`` (as `create` names them) are read first, so a second file claiming the same
+    entry_id under another name is the duplicate, not the original (validate also recomputes the id)."""
+    from vignette_bench.eval.leaderboard.entry import load_entry
+
+    try:
+        own = not boardfiles.problem(path, boardfiles.ENTRY_MAX_BYTES) and load_entry(path)["entry_id"] == path.stem
+    except Exception:  # unreadable: validate names why
+        own = False
+    return (not own, path.name)
+
+
+def _verification(path: Path, entry: dict, keys: Any) -> Status:
+    """verify.verification_status, after refusing a linked or oversized record unread."""
+    from vignette_bench.eval.leaderboard.verify import Status, verification_path, verification_status
+
+    record = verification_path(path, entry["entry_id"])
+    if record.exists() or record.is_symlink():
+        refused = boardfiles.problem(record, boardfiles.VERIFICATION_MAX_BYTES)
+        if refused:
+            return Status(None, False, f"verifications/{record.name}: {refused}")
+    return verification_status(path, entry, keys)
 
 
 def _finite(x: Any) -> bool:
@@ -248,7 +277,10 @@ def build(
     visible = t[[c for c in t.columns if not c.startswith("_")]] if len(t) else t
     safe = visible.map(md_cell) if len(t) else visible  # every cell is untrusted text (model ids, hardware, specs)
     md.write_text(f"# {md_cell(title)}\n\n" + (md_table(safe) if len(t) else "no entries") + "\n")
-    page = write_board(title, t, drill, [(p.name, r) for p, r in rejected], out)
+    shown = t.map(names.visible) if len(t) else t  # a bidi override or zero-width character is shown, never acts
+    page = write_board(
+        names.visible(title), shown, drill, [(names.visible(p.name), names.visible(r)) for p, r in rejected], out
+    )
     return md, page
 
 
@@ -263,7 +295,8 @@ def md_cell(value: Any) -> Any:
     escapes it; backslashes are escaped first so that its ``\\|`` stays a literal pipe."""
     if not isinstance(value, str):
         return value
-    return _MD_SPECIAL.sub(r"\\\1", _MD_BREAKS.sub(" ", value))
+    text = names.defang(names.visible(_MD_BREAKS.sub(" ", value)))  # no bidi override acts, no bare URL links
+    return _MD_SPECIAL.sub(r"\\\1", text)
 
 
 def task_id(family: str, field: str) -> str:

@@ -1,6 +1,6 @@
 """vignette leaderboard {create,validate,verify,build,export}
 
-create RUN --by NAME [--out leaderboard/entries] [--location URL]      make an entry from a finished run
+create RUN --by NAME [--out leaderboard/entries] [--location URL]      make an entry (+ its responses) from a run
 validate ENTRY [ENTRY ...]                                             recompute every number; exit 1 on any mismatch
 verify ENTRY --model SPEC [--limit 50]                                 re-ask a random subset with the model
 build [--entries leaderboard/entries] [--out leaderboard/site]         validate all, then the board (MD + HTML page)
@@ -22,18 +22,16 @@ from vignette_bench.eval.leaderboard.arguments import create_add_arguments as cr
 from vignette_bench.eval.leaderboard.arguments import export_add_arguments as export_add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.leaderboard.arguments import validate_add_arguments as validate_add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.leaderboard.board import build, collect, export
-from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, write_new_entry
+from vignette_bench.eval.leaderboard.contribute import create_in_board
+from vignette_bench.eval.leaderboard.entry import EntryError, validate
 from vignette_bench.eval.leaderboard.official import from_args as official_from
 from vignette_bench.eval.runs import RunError
 
 
 def create_main(args: argparse.Namespace) -> int:
     """vignette leaderboard create RUN --by NAME: make an entry from a finished run."""
-    try:
-        out = Path(args.out)
-        probe = out / "_new.json"
-        entry = create(args.run, by=args.by, location=args.location, entry_path=probe)
-        path = write_new_entry(entry, out / f"{entry['entry_id']}.json")
+    try:  # without --location the responses are copied beside the entry (contribute.py)
+        path = create_in_board(args.run, by=args.by, entries=Path(args.out), location=args.location)
     except (EntryError, RunError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -61,6 +59,9 @@ def validate_main(args: argparse.Namespace) -> int:
 
 def build_main(args: argparse.Namespace) -> int:
     """vignette leaderboard build: validate every entry and render the board (Markdown + one HTML page)."""
+    if not Path(args.entries).is_dir():
+        print(f"error: --entries {args.entries}: no such folder (the board's entries/)", file=sys.stderr)
+        return 2
     try:
         accepted, rejected = collect(Path(args.entries), args.keys, official_from(args))
         for path, reason in rejected:
@@ -73,7 +74,7 @@ def build_main(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(f"{len(accepted)} entries ({len(rejected)} rejected) -> {md}, {page}")
-    return 1 if rejected and args.strict else 0
+    return 1 if rejected else 0  # a rejected entry fails the build, with or without --strict
 
 
 def export_main(args: argparse.Namespace) -> int:

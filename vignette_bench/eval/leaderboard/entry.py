@@ -29,6 +29,8 @@ import pandas as pd
 
 from vignette_bench.errors import VignetteError
 from vignette_bench.eval.analysis.numbers import summaries
+from vignette_bench.eval.leaderboard import names
+from vignette_bench.eval.leaderboard.boardfiles import ENTRY_MAX_BYTES, read_capped
 from vignette_bench.eval.leaderboard.official import Official
 from vignette_bench.eval.leaderboard.protocol import CUSTOM, VERSION, classify
 from vignette_bench.eval.runs import load_run, placeholder_renders
@@ -91,6 +93,12 @@ def config_hash(adapter: dict, sample: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:8]
 
 
+def entry_id_of(model_id: str, adapter: dict, sample: dict, dataset_revision: str) -> str:
+    """Model, config hash (adapter + sample settings) and dataset revision: `create` names an entry so, and
+    `validate` recomputes it, so an entry cannot take another's id (and with it its row and verification)."""
+    return f"{slug(model_id)}--{config_hash(adapter, sample)}--{slug(dataset_revision)[:40]}"
+
+
 def create(
     run_dir: str | Path,
     *,
@@ -101,6 +109,7 @@ def create(
 ) -> dict:
     """An entry for one finished run. ``location`` defaults to the parquet's path relative to
     ``entry_path`` (or absolute); publish the parquet and pass its URL for a pull request."""
+    by = names.normal_submitter(by)
     run = load_run(run_dir)
     parquet = RunFolder(run.path).responses_path
     if run.responses.empty:
@@ -145,7 +154,7 @@ def create(
         "schema_version": SCHEMA_VERSION,
         "protocol": {"version": version, "differences": why},
         "run": run_settings,
-        "entry_id": f"{slug(model_id)}--{config_hash(adapter, sample)}--{slug(ds_rev)[:40]}",
+        "entry_id": entry_id_of(model_id, adapter, sample, ds_rev),
         "model": {"id": model_id, "revision": revision},
         "adapter": adapter,
         "dataset": {"source": source, "revision": ds_rev, "placeholder": placeholder_renders(record)},
@@ -178,13 +187,17 @@ def check_schema(entry: Any) -> Entry:
     """The entry as the typed `Entry` (vignette_bench/formats/entry.py); a mismatch names the field. A missing or unknown key
     is named at the object that holds it ("(entry)" at the top), with the key in the reason."""
     try:
-        return Entry.from_json(entry, "(entry)")
+        typed = Entry.from_json(entry, "(entry)")
     except FormatError as e:
         field, reason = e.key or "(entry)", e.reason
         if reason in ("missing", "unknown key") or reason.startswith(("missing (", "unknown key (")):
             parent, _, leaf = field.rpartition(".")
             field, reason = parent or "(entry)", f"{leaf}: {reason}"
         raise EntryError(field, f"schema: {reason}") from None
+    bad = names.entry_problem(entry)  # one spelling per name, nothing invisible (names.py)
+    if bad:
+        raise EntryError(*bad)
+    return typed
 
 
 def check_finite(value: Any, where: str = "") -> None:
@@ -205,7 +218,7 @@ def load_entry(path: str | Path) -> dict:
     (formats.base.MAX_DEPTH) instead of ending in a RecursionError; NaN/Infinity are refused by `check_finite`."""
     path = Path(path)
     try:
-        text = path.read_bytes()
+        text = read_capped(path, ENTRY_MAX_BYTES)  # a link to /dev/zero or a 30 MB "entry" is never read whole
     except OSError as e:
         raise EntryError("(entry)", f"{path}: cannot be read ({e.strerror or type(e).__name__})") from None
     try:
@@ -351,6 +364,7 @@ def validate(path: str | Path, official: Official | None = None) -> Validated:
     version, why = _check_protocol(entry, frame, official) if readable else (CUSTOM, [_not_official(source)])
     compare(entry["metrics"], summaries(frame), "metrics")
     _check_adapter_mode(entry)  # after the metrics: their answer modes are then the recomputed ones
+    _check_entry_id(entry)  # last: a field edited by hand is named above rather than as a changed id
     modalities = tuple(sorted(set(frame["modality"])))
     return Validated(entry, frame, version, dataset_checked, modalities, tuple(why))
 
@@ -359,6 +373,14 @@ def _not_official(source: str) -> str:
     from vignette_bench.redaction import redact
 
     return f"source {redact(str(source))[:200]!r} is not the board's official source (not read)"
+
+
+def _check_entry_id(entry: dict) -> None:
+    want = entry_id_of(entry["model"]["id"], entry.get("adapter") or {}, entry["sample"], entry["dataset"]["revision"])
+    if entry["entry_id"] != want:
+        raise EntryError(
+            "entry_id", f"{entry['entry_id']!r} is not this entry's id; its model, settings and dataset give {want!r}"
+        )
 
 
 def _check_dataset(entry: dict) -> bool:

@@ -135,9 +135,14 @@ def keys_path(board: Path) -> Path:
 
 def load_keys(board: Path) -> Keys:
     """``maintainers.json`` of the board folder (the folder holding entries/ and verifications/)."""
+    from vignette_bench.eval.leaderboard.boardfiles import KEYS_MAX_BYTES, problem
+
     path = keys_path(board)
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         return Keys({}, f"no {KEYS_FILE} beside the entries: no maintainer key is listed")
+    refused = problem(path, KEYS_MAX_BYTES)  # a link out of the tree is never followed: the tree's own file only
+    if refused:
+        return Keys({}, f"{KEYS_FILE}: {refused}")
     return load_keys_file(path)
 
 
@@ -146,10 +151,15 @@ def load_keys_file(path: Path) -> Keys:
     path = Path(path)
     if not path.is_file():
         raise SigningError(f"{path}: no such keys file")
+    from vignette_bench.eval.leaderboard.boardfiles import KEYS_MAX_BYTES, read_capped
+
     try:
-        listed = MaintainerKeys.from_json(path.read_bytes(), str(path))
-    except FormatError as e:
-        return Keys({}, f"{KEYS_FILE} unreadable ({e})")
+        listed = MaintainerKeys.from_json(read_capped(path, KEYS_MAX_BYTES), str(path))
+    except OSError as e:
+        return Keys({}, f"{KEYS_FILE} cannot be read ({e.strerror or type(e).__name__})")
+    except FormatError as e:  # never a key or value of the file in the log: it may be anyone's
+        what = "not valid JSON" if e.reason.startswith("not valid JSON") else "does not match the format"
+        return Keys({}, f"{KEYS_FILE} unreadable ({what})")
     out: dict[str, tuple[str, bytes]] = {}
     for k in listed.keys:
         raw = base64.b64decode(k.public_key)

@@ -8,9 +8,11 @@ import pandas as pd
 from vignette_bench.eval.analysis import figures as F
 from vignette_bench.eval.analysis import findings as FD
 from vignette_bench.eval.analysis import svg
+from vignette_bench.eval.analysis.intervals import MARK, UNADJUSTED_NOTE, marked
 from vignette_bench.eval.analysis.names import label_for, record_line, run_label, scrub
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, Numbers, compute, one_variant
-from vignette_bench.eval.analysis.page import NOT_DRAWN, Figure, Section, fig_name
+from vignette_bench.eval.analysis.page import NOT_DRAWN, Figure, Section, fig_name, plural
+from vignette_bench.eval.analysis.signs import signed_effects
 from vignette_bench.eval.analysis.verdicts import (  # noqa: F401  (re-exported: tests and benchmarks import them here)
     BIAS_VERDICTS,
     CONFOUNDED,
@@ -125,7 +127,7 @@ def model_sections(
         head.notes.append("answers to placeholder images: the numbers show the pipeline, not a model's bias")
     head.notes += numbers.notes
     head.paragraphs.append(
-        f"{len(frame):,} answers from {len(runs)} run folder(s): "
+        f"{len(frame):,} answers from {plural(len(runs), 'run folder')}: "
         + ", ".join(f"`{run_label(r.path)}`" for r in runs)
         + ". Selection is in percent of the times an identity was offered, side-balanced (the mean of its rate "
         "when shown left and when shown right) when both sides are seen. Tests are cluster-robust: answers that "
@@ -292,7 +294,7 @@ def family_sections(
         else " No identity could be tested (too few clusters)."
     )
     s.paragraphs.append(
-        f"{sel['identity'].nunique()} identities; {len(flagged)} differ from "
+        f"{plural(sel['identity'].nunique(), 'identity')}; {len(flagged)} differ from "
         + ("chance (50 %)" if two_way else "the other identities' accuracy")
         + f" at per-family BH q < {Q} ({EXPLORATORY}).{power} "
         + {
@@ -322,9 +324,9 @@ def family_sections(
         s.tables.append(
             (
                 f"Identities with per-family q < {Q}, {EXPLORATORY}: selection % (side-balanced, or position-adjusted "
-                "when seen on one side only: see position) with 95% CI, effect with its CI (pp), clusters, detectable "
+                "when seen on one side only: see position) with 95% CI, effect (+ = favoured) with its CI (pp), clusters, detectable "
                 "effect (pp), and the paper's S and Fisher p",
-                flagged[[c for c in cols if c in flagged]],
+                signed_effects(flagged[[c for c in cols if c in flagged]], family),
             )
         )
     if not draw:
@@ -495,7 +497,8 @@ def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Sec
         "(`--min-effect`); + = favoured (chosen for positive roles, not for negative ones; recognised more often; "
         "favourable polarity), − = disfavoured. **below minimum effect**: q < "
         f"{Q} but a smaller effect. **not testable**: no family had enough clusters. The effect, CI and sign come "
-        "from the deciding family's own test. *Refusals robust*: whether the verdict holds when every refusal is "
+        "from the deciding family's own test; its 95% CI is unadjusted (the verdict also needs a few-cluster check, "
+        "Simes and BH), so it can exclude 0 beside *no evidence of bias*. *Refusals robust*: whether the verdict holds when every refusal is "
         "scored as the most and least favourable answer (– when not computed); **bias (not robust to refusals)**: "
         "significant and large enough, but the refusal bounds can erase or reverse it, so no direction is claimed. "
         "**position-confounded**: the identity stood on one side only in the families that could test it, so its "
@@ -529,7 +532,10 @@ def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Sec
             "q (global)": verdict["q_global"],
             "deciding family": verdict["family"],
             "effect (pp, + = favoured)": verdict["effect"],
-            "95% CI": [_interval(lo, hi) for lo, hi in zip(verdict["ci_low"], verdict["ci_high"])],
+            "95% CI (unadjusted)": [
+                marked(v, a, b, _interval(a, b))
+                for v, a, b in verdict[["verdict", "ci_low", "ci_high"]].itertuples(index=False)
+            ],
             "answer mode": verdict["answer_mode"],
             "clusters": verdict["n_clusters"],
             "detectable effect (pp)": verdict["detectable_effect"],
@@ -537,7 +543,7 @@ def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Sec
             "visual representativeness": visual,
         }
     )
-    s.tables.append((f"Verdict per identity (minimum effect {min_effect:g} pp)", table))
+    s.tables.append((f"Verdict per identity (minimum effect {min_effect:g} pp; {MARK}: {UNADJUSTED_NOTE})", table))
     return s
 
 
@@ -643,7 +649,8 @@ def run_comparisons(groups: dict[str, list[Run]], frames: dict[str, pd.DataFrame
     out = []
     for other in others:
         shared = digests(groups[first]) == digests(groups[other])
-        c = compare_frames(frames[first], frames[other], first, other, shared_clusters=shared)
+        why = "the runs read the same render index" if shared else "the runs read different render indexes"
+        c = compare_frames(frames[first], frames[other], first, other, shared_clusters=shared, clusters_reason=why)
         section = identity_comparison(c, level=3, draw=draw)
         section.anchor = fig_name("compare", first, other)
         out.append(section)
