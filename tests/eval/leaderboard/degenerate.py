@@ -56,7 +56,7 @@ class AlwaysRefuse(_Prepared):
 
     def answer(self, req: ChoiceRequest, q: Any) -> ChoiceResult:
         for option, who in zip(q.options, q.option_identities):
-            if not who and option in ("neither", "both"):
+            if not who:
                 return ChoiceResult(req.question_id, option, raw=option)
         return ChoiceResult(req.question_id, None, raw="I won't say.", valid=False, error="refused")
 

@@ -195,11 +195,15 @@ def test_a_signed_record_of_an_untrusted_endpoint_or_an_old_subset_is_not_verifi
 # --- item 3: derive, do not trust ----------------------------------------------------------------------------
 
 
-def _rewrite(root: Path, name: str, frame: pd.DataFrame) -> Path:
-    """Write the run's responses and fix the entry's sha256 (what a submitter editing both would do)."""
-    parquet = root / "runs" / name / "responses.parquet"
+def _responses(path: Path) -> Path:
+    """The responses file an entry in the board points to (`create` copies them beside the entries)."""
+    return (path.parent / json.loads(path.read_text())["responses"]["location"]).resolve()
+
+
+def _rewrite(path: Path, frame: pd.DataFrame) -> Path:
+    """Write the entry's responses and fix its sha256 (what a submitter editing both would do)."""
+    parquet = _responses(path)
     frame.to_parquet(parquet)
-    path = _entry(root, "reference/always-left" if name == "left" else f"reference/{name}")
     entry = json.loads(path.read_text())
     entry["responses"]["sha256"] = hashlib.sha256(parquet.read_bytes()).hexdigest()
     path.write_text(json.dumps(entry))
@@ -208,7 +212,8 @@ def _rewrite(root: Path, name: str, frame: pd.DataFrame) -> Path:
 
 def test_dropped_sources_and_fabricated_derived_columns_are_refused(board: Path, tmp_path: Path, capsys) -> None:
     root = _copy(board, tmp_path, "always-left")
-    frame = pd.read_parquet(root / "runs" / "left" / "responses.parquet")
+    path = _entry(root, "reference/always-left")
+    frame = pd.read_parquet(_responses(path))
     # the attack: drop option_identities, then claim a balanced model (alternate sides, spread identities)
     fake = frame.drop(columns=["option_identities"])
     valid = fake["valid"].astype(bool)
@@ -216,14 +221,14 @@ def test_dropped_sources_and_fabricated_derived_columns_are_refused(board: Path,
     fake.loc[valid, "selected_identity"] = [
         r["identity_left"] if i % 2 == 0 else r["identity_right"] for i, (_, r) in enumerate(fake[valid].iterrows())
     ]
-    path = _rewrite(root, "left", fake)
+    _rewrite(path, fake)
     capsys.readouterr()
     assert lb("validate", str(path), "--source", _official(board)) != 0
     err = capsys.readouterr().err
     assert "responses" in err and "option_identities" in err, err
     # the one responses reader names the file and the column the derived ones follow from
     with pytest.raises(ResponsesError, match=r"column selected_identity: follows from option_identities"):
-        read_responses(root / "runs" / "left" / "responses.parquet")
+        read_responses(_responses(path))
     # keep option_identities but rewrite them with the derived columns (all consistent within the file): the plan
     # rebuilt from the official source says what each option stands for
     fake = frame.copy()
@@ -231,7 +236,7 @@ def test_dropped_sources_and_fabricated_derived_columns_are_refused(board: Path,
     for i in fake.index[valid]:  # every derived column made to follow from the swapped identities
         for column, value in outcome(fake.loc[i].to_dict()).items():
             fake.at[i, column] = value
-    path = _rewrite(root, "left", fake)
+    _rewrite(path, fake)
     capsys.readouterr()
     assert lb("validate", str(path), "--source", _official(board)) != 0
     assert "responses.option_identities" in capsys.readouterr().err
@@ -240,12 +245,13 @@ def test_dropped_sources_and_fabricated_derived_columns_are_refused(board: Path,
 def test_a_derived_column_that_disagrees_with_the_plan_is_refused(board: Path, tmp_path: Path, capsys) -> None:
     """A flipped chose_left, the answers themselves unchanged (the always-left model made to look balanced)."""
     root = _copy(board, tmp_path, "always-left")
-    frame = pd.read_parquet(root / "runs" / "left" / "responses.parquet")
+    path = _entry(root, "reference/always-left")
+    frame = pd.read_parquet(_responses(path))
     side = frame["chose_left"].notna()
     fake = frame.copy()
     fake.loc[side, "chose_left"] = ~frame.loc[side, "chose_left"].astype(bool)
     fake.loc[side, "choice"] = frame.loc[side, "choice"]  # the answers themselves unchanged
-    path = _rewrite(root, "left", fake)
+    _rewrite(path, fake)
     capsys.readouterr()
     assert lb("validate", str(path), "--source", _official(board)) != 0
     assert "chose_left" in capsys.readouterr().err
@@ -263,7 +269,7 @@ def test_edited_templates_on_the_official_source_are_custom_and_unranked(
     with monkeypatch.context() as m:  # the submitter's copy of vignette asks in other words
         key = "perception/struggle"
         m.setitem(questions.TEMPLATES, key, tuple(f"{t} Hint: the left one." for t in questions.TEMPLATES[key]))
-        argv = ["run", "--source", _official(board), "--config", "identity_contrast", "--model", "random"]
+        argv = ["run", "--source", _official(board), "--config", "identity_contrast", "--model", "random:seed=2"]
         assert cli([*argv, "--out", str(root / "runs" / "edited"), "--no-progress"]) == 0
         path = root / "entries" / "edited.json"
         from vignette_bench.eval.leaderboard.entry import create, write_entry
