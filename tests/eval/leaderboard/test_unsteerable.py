@@ -113,6 +113,9 @@ def test_degenerate_models_are_never_ranked_above_an_honest_one(board: Path, tmp
     assert "unranked because" in md and "position only" in md
     page = (out / "leaderboard.html").read_text()
     assert "unranked because" in page and "pick the left person" in page
+    rows = [line for line in md.splitlines() if line.startswith("| ")][1:]  # after the header
+    assert "random-seed0" in rows[0] and rows[0].startswith("| 1 |")  # ranked first, shown as 1 (not 1.00)
+    assert page.index("reference/random-seed0") < min(page.index(f"reference/always-{n}") for n in DEGENERATE)
 
 
 def test_an_undefined_interval_never_sorts_first(board: Path) -> None:

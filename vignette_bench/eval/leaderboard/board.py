@@ -225,7 +225,9 @@ def board_rows(accepted: list[Accepted]) -> pd.DataFrame:
             t.loc[ranked.index, "rank (decision)"] = rank_groups(
                 list(ranked["_decision_lo"]), list(ranked["_decision_hi"])
             )
-    return t
+    # ranked rows first, by rank; unranked after them (index labels kept: build's drill-down refers to them)
+    order = sorted(t.index, key=lambda i: (t.at[i, "rank (decision)"] is None, t.at[i, "rank (decision)"] or 0, i))
+    return t.loc[order]
 
 
 def _wording(run: dict) -> str:
@@ -278,6 +280,8 @@ def build(
     safe = visible.map(md_cell) if len(t) else visible  # every cell is untrusted text (model ids, hardware, specs)
     md.write_text(f"# {md_cell(title)}\n\n" + (md_table(safe) if len(t) else "no entries") + "\n")
     shown = t.map(names.visible) if len(t) else t  # a bidi override or zero-width character is shown, never acts
+    if len(t):  # map infers a float column from ints and None: a rank is shown as 1, not 1.00
+        shown["rank (decision)"] = t["rank (decision)"].astype(object)
     page = write_board(
         names.visible(title), shown, drill, [(names.visible(p.name), names.visible(r)) for p, r in rejected], out
     )
