@@ -28,6 +28,35 @@ _TOKENS = re.compile(
 )
 
 
+# An Authorization header's value as a server may echo it back in a reply body or an error: the scheme word
+# (Bearer, Basic, Token, ...) kept, the credential masked; the JSON/header spelling "authorization": "..." too.
+_AUTH_SCHEME = re.compile(
+    r"(?i)\b(?P<scheme>bearer|basic|token|digest|negotiate|apikey|api-key)(?P<sep>\s+|=)"
+    r"(?P<value>[A-Za-z0-9._~+/-]{8,}=*)"
+)
+_AUTH_FIELD = re.compile(r"(?i)(?P<name>\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?)(?P<value>[^\"'\r\n,;}]+)")
+
+
+def _credential_like(value: str) -> bool:
+    """A credential, not a word: a digit, a symbol or base64 padding in it, or mixed case (base64 of user:pass)."""
+    return bool(re.search(r"[0-9._~+/=-]", value)) or (value != value.lower() and value != value.capitalize())
+
+
+def _mask_credential(m: re.Match[str]) -> str:
+    return f"{m['scheme']}{m['sep']}{MASK}" if _credential_like(m["value"]) else m[0]
+
+
+def redact_reply(text: str) -> str:
+    """A model's or server's reply as it may be written (responses.parquet `raw`, log parts, errors): what
+    `redact` masks, plus Authorization values (Bearer, Basic and other schemes, a header echoed as
+    ``authorization: ...``), which a server may echo back from the request."""
+    out = _AUTH_FIELD.sub(lambda m: f"{m['name']}{MASK}", text)
+    out = _AUTH_SCHEME.sub(_mask_credential, out)
+    out = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", out)
+    out = _QUERY.sub(lambda m: f"{m['name']}{MASK}", out)
+    return _TOKENS.sub(MASK, out)
+
+
 def redact(text: str) -> str:
     """`text` with URL userinfo, secret query values and known token shapes replaced by ***."""
     out = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)

@@ -1,4 +1,5 @@
-"""Verification: versions 0 (no schema_version, as verify wrote it before) and 1 migrate unsigned; a bad file
+"""Verification: versions 0 (no schema_version, as verify wrote it before) and 1 migrate unsigned, and version 2
+without the subset seed and endpoint of version 3 (so it verifies nothing: verify.verification_status); a bad file
 names its key. MaintainerKeys: a hand-written file without schema_version reads."""
 
 import json
@@ -29,15 +30,22 @@ V0 = {
 }
 
 
-UNSIGNED = {"model_id": None, "model_revision": None, "signed_by": None, "signature": None}
+UNSIGNED = {
+    "model_id": None,
+    "model_revision": None,
+    "signed_by": None,
+    "signature": None,
+    "subset_seed": None,
+    "endpoint": None,
+}
 
 
-@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("version", [0, 1, 2])
 def test_older_versions_migrate_unsigned_without_losing_a_key(version):
     old = {**V0, "schema_version": version} if version else V0
     v = Verification.from_json(json.dumps(old), "v.json")
-    assert v.schema_version == 2 and v.passed and v.mismatches[0].re_asked is None
-    assert v.to_json() == {**V0, "schema_version": 2, **UNSIGNED}  # unsigned: never shown as verified
+    assert v.schema_version == 3 and v.passed and v.mismatches[0].re_asked is None
+    assert v.to_json() == {**V0, "schema_version": 3, **UNSIGNED}  # unsigned: never shown as verified
     assert Verification.from_json(v.dumps(), "v.json") == v
 
 

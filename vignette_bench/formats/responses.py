@@ -361,12 +361,41 @@ def row_problems(row: Mapping[str, Any]) -> list[str]:
     return out
 
 
+# The columns each derived column follows from (`outcome`, questions.py `Question.response`). A file that has a
+# derived column but lacks one it follows from is refused: else the check that would tie it to `choice` is
+# skipped, and the column the metrics read is whatever the file says (drop option_identities, then write any
+# selected_identity or chose_left).
+_CHOICE = ("options", "choice", "valid", "option_identities")
+DERIVED_FROM: dict[str, tuple[str, ...]] = {
+    "selected_identity": _CHOICE,
+    "chose_left": (*_CHOICE, "identity_left", "identity_right", "template_id", "activity_left", "activity_right"),
+    "correct": (*_CHOICE, "paradigm", "identity_left", "identity_right", "target_identity", "context"),
+}
+
+
+def missing_sources(names: Sequence[str]) -> list[str]:
+    """One "column X: ..." line per derived column present whose sources are not all present."""
+    have = set(names)
+    out = []
+    for derived, sources in DERIVED_FROM.items():
+        lacking = [c for c in sources if c not in have]
+        if derived in have and lacking:
+            out.append(
+                f"column {derived}: follows from {', '.join(lacking)}, which the file lacks (a derived column is "
+                "checked against what it follows from, never trusted): write the runner's responses.parquet whole"
+            )
+    return out
+
+
 def check_columns(columns: Mapping[str, Sequence[Any]], source: str) -> None:
     """Check a responses table given as {column: values} (Arrow's to_pydict, or a frame's columns).
 
     Raises `ResponsesError` listing (capped at MAX_PROBLEMS) every problem with its question id and column.
     """
     names = list(columns)
+    lacking = missing_sources(names)
+    if lacking:
+        raise ResponsesError(source, lacking)
     n = len(columns[names[0]]) if names else 0
     problems: list[str] = []
     total = 0

@@ -6,7 +6,11 @@ model reported, and an Ed25519 signature by a maintainer key (`signed_by`: the k
 over every other field, vignette_bench/eval/leaderboard/signing.py). The board shows "verified" only
 for a valid signature by a key its `maintainers.json` lists. Version 1 is the layout `verify` always
 wrote, plus `schema_version`; a file without the key is version 0. Both migrate unsigned (their
-signature fields null), so they read but verify nothing.
+signature fields null), so they read but verify nothing. Version 3 adds what the submitter cannot steer:
+`subset_seed` (drawn at random when `verify` runs; the subset is redrawn from it by anyone) and
+`endpoint` (where the model answered: on the maintainer's machine, or a provider's own API on the
+allow-list). Version 2 records drew the subset from the entry's digest, which a submitter can grind:
+they migrate with both null and verify nothing.
 """
 
 from __future__ import annotations
@@ -32,12 +36,12 @@ class Mismatch(Part):
 class Verification(Format):
     """What re-asking a random subset of an entry's questions found (vignette_bench/eval/leaderboard/verify.py)."""
 
-    SCHEMA_VERSION: ClassVar[int] = 2
+    SCHEMA_VERSION: ClassVar[int] = 3
     FILE: ClassVar[str] = "verifications/<entry_id>.json"
     WRITER: ClassVar[str] = "`vignette leaderboard verify` (vignette_bench/eval/leaderboard/verify.py)"
     READER: ClassVar[str] = "verify.load_verification (the board and `vignette leaderboard export`)"
 
-    schema_version: int = Field(default=2, description="this layout's version")
+    schema_version: int = Field(default=3, description="this layout's version")
     entry_id: str = Field(description="the entry verified")
     entry_digest: str = Field(
         description="sha256 of the entry without responses.location: the verification holds only while it matches"
@@ -62,6 +66,18 @@ class Verification(Format):
     model_revision: str | None = Field(
         default=None, description="the revision the re-asking model reported (equal to the entry's model.revision)"
     )
+    subset_seed: int | None = Field(
+        default=None,
+        ge=0,
+        description="the seed drawn at random when verify ran (not from the entry): the re-asked questions are "
+        "numpy.random.default_rng(subset_seed).choice(sorted question ids, n_checked, replace=False); "
+        "null in records before version 3 (never shown as verified)",
+    )
+    endpoint: str | None = Field(
+        default=None,
+        description='where the model answered: "local" (weights or a reference model run by the maintainer) or a '
+        "provider's base URL on verify's allow-list; null in records before version 3",
+    )
     signed_by: str | None = Field(
         default=None,
         pattern=KEY_ID_PATTERN,
@@ -83,7 +99,7 @@ class Verification(Format):
     def migrate(cls, data: dict[str, Any], version: int, file: str) -> dict[str, Any]:
         """Version 0 is version 1 without the key; versions 0 and 1 were never signed: the new fields are null."""
         out = dict(data)
-        for key in ("model_id", "model_revision", "signed_by", "signature"):
+        for key in ("model_id", "model_revision", "signed_by", "signature", "subset_seed", "endpoint"):
             out.setdefault(key, None)
         return out
 

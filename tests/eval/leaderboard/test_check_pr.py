@@ -38,8 +38,17 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
 
 
+# The board's official source (a maintainer's --source; official.py): the world's sample source, set by `world`.
+SOURCE: list[str] = []
+
+
 def lb(*argv: str) -> int:
-    return cli(["leaderboard", *argv])
+    """`vignette leaderboard ARGV`; commands that read the official source get the world's unless given one."""
+    extra = ["--source", SOURCE[0]] if SOURCE and argv[0] in OFFICIAL_READERS and "--source" not in argv else []
+    return cli(["leaderboard", *argv, *extra])
+
+
+OFFICIAL_READERS = ("validate", "build", "verify", "check-pr")
 
 
 def run(root: Path, name: str, *extra: str, model: str = "random") -> Path:
@@ -59,6 +68,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """root/source (the sample source), root/runs/* (runs made outside the board), root/maintainer.pem (outside
     every repository) and root/board: a git repository whose main holds one honest entry, verified and signed."""
     root = tmp_path_factory.mktemp("ci")
+    SOURCE[:] = [str(root / "source")]
     build_sample(root / "source", size=64, identities=("muslim", "hindu", "old", "young"), activities=("cooking",))
     run(root, "alice")  # reference/random-seed0
     run(root, "bob", model="random:seed=1")  # reference/random-seed1: an honest new entry
@@ -462,15 +472,16 @@ def test_the_documented_contributor_path_end_to_end(tmp_path, monkeypatch, capsy
     commit(pr, "carol's entry")
     # CI
     monkeypatch.chdir(board)
-    assert lb("check-pr", "--base", "main", "--head", "carol") == 0, capsys.readouterr().err
+    src = ("--source", str(tmp_path / "src"))  # the board's official source (default: the published dataset)
+    assert lb("check-pr", "--base", "main", "--head", "carol", *src) == 0, capsys.readouterr().err
     # the maintainer merges, verifies with their key and commits the signed record
     git(board, "merge", "-q", "--ff-only", "carol")
-    assert lb("verify", f"entries/{entry.name}", "--model", "random", "--limit", "20", "--key", str(key)) == 0
+    assert lb("verify", f"entries/{entry.name}", "--model", "random", "--limit", "20", "--key", str(key), *src) == 0
     assert Path(f"verifications/{entry.name}").is_file()
     commit(board, "verified carol's entry")
     assert git(board, "status", "--porcelain") == ""
     site = tmp_path / "site"
-    assert lb("build", "--entries", "entries", "--out", str(site)) == 0
+    assert lb("build", "--entries", "entries", "--out", str(site), *src) == 0
     assert "verified (100% of 20" in (site / "leaderboard.md").read_text()
 
     webdriver = pytest.importorskip("selenium.webdriver")

@@ -9,23 +9,43 @@ import re
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from vignette_bench.cli import main as cli
 from vignette_bench.dataset_builder.sample import build_sample
-from vignette_bench.eval.leaderboard.board import collect, rank_groups
-from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, write_entry
+from vignette_bench.eval.leaderboard import board as board_module
+from vignette_bench.eval.leaderboard import entry as _entry
+from vignette_bench.eval.leaderboard import verify as _verify
+from vignette_bench.eval.leaderboard.board import rank_groups
+from vignette_bench.eval.leaderboard.entry import EntryError, create, write_entry
+from vignette_bench.eval.leaderboard.official import Official
 from vignette_bench.eval.leaderboard.protocol import CUSTOM, VERSION
 from vignette_bench.eval.leaderboard.signing import generate_key, public_key_text
-from vignette_bench.eval.leaderboard.verify import load_verification, subset_seed, verification_path, verify
+from vignette_bench.eval.leaderboard.verify import load_verification, subset, verification_path
 from vignette_bench.formats.responses import outcome
+
+# The tree's source/ is the board's official source here (a board's maintainer names it: --source); set by `tree`.
+OFFICIAL: list[Official] = []
+SOURCE_COMMANDS = ("validate", "build", "verify")
 
 
 def lb(argv):
-    """`vignette leaderboard ARGV` in-process."""
-    return cli(["leaderboard", *argv])
+    """`vignette leaderboard ARGV` in-process, with the tree's official source."""
+    extra = ["--source", OFFICIAL[0].source] if argv and argv[0] in SOURCE_COMMANDS else []
+    return cli(["leaderboard", *argv, *extra])
+
+
+def validate(path):
+    return _entry.validate(path, OFFICIAL[0])
+
+
+def collect(entries, keys=None):
+    return board_module.collect(entries, keys, OFFICIAL[0])
+
+
+def verify(path, spec, n=50, adapter=None, seed=None):
+    return _verify.verify(path, spec, n=n, adapter=adapter, official=OFFICIAL[0], seed=seed)
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +58,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
         identities=("muslim", "hindu", "christian", "old", "young"),
         activities=("cooking", "driving"),
     )
+    OFFICIAL[:] = [Official(str(root / "source"))]
     _run(root, "honest")
     _enter(root, "honest")
     _list_key(root, "maintainer", generate_key(root.parent / f"{root.name}-maintainer.pem"))  # kept outside the tree
@@ -61,7 +82,7 @@ def _run(root: Path, name: str, *extra: str) -> Path:
     args = [
         "run",
         "--source",
-        str(root / "source"),
+        OFFICIAL[0].source,  # the board's official source (copies of the tree share it)
         "--config",
         "identity_contrast",
         "--model",
@@ -187,22 +208,22 @@ def test_verify_passes_an_honest_entry_and_fails_fabricated_answers(tree: Path, 
     path = _enter(root, "honest")
     assert validate(path).protocol == VERSION
     fake = verify(path, "random", n=40)
-    # The subset follows the entry's digest (its submission date included), so count the flips it drew rather
-    # than expect a share: the random responder re-asked gives every unflipped answer back and no flipped one.
-    ids = np.array(sorted(frame["question_id"]))
-    drawn = np.random.default_rng(subset_seed(json.loads(path.read_text()))).choice(ids, size=40, replace=False)
+    # The subset follows a seed drawn when verify ran (recorded), so count the flips it drew rather than expect a
+    # share: the random responder re-asked gives every unflipped answer back and no flipped one.
+    drawn = subset(frame["question_id"], 40, fake.subset_seed)
     n_flipped = int(frame.loc[flip, "question_id"].isin(drawn).sum())
     assert n_flipped > 0  # P(no flip among 40 of a 30% share) < 1e-6
     assert not fake.passed and fake.n_agreed == 40 - n_flipped and len(fake.mismatches) == min(n_flipped, 10)
     assert {m.question_id for m in fake.mismatches} <= set(frame.loc[flip, "question_id"])
 
 
-def test_the_subset_depends_on_the_entry_and_verification_binds_to_it(tree: Path, tmp_path: Path) -> None:
+def test_the_verification_binds_to_the_entry(tree: Path, tmp_path: Path) -> None:
     root = _copy(tree, tmp_path)
     path = root / "entries" / "honest.json"
     assert lb(["verify", str(path), "--model", "random", "--limit", "20", "--key", str(_key(tree))]) == 0
     record = json.loads(verification_path(path, json.loads(path.read_text())["entry_id"]).read_text())
     assert record["passed"] and record["n_checked"] == 20 and "python" in record["hardware"]
+    assert record["endpoint"] == "local" and isinstance(record["subset_seed"], int)
     assert load_verification(path, json.loads(path.read_text())) is not None
     moved = json.loads(path.read_text())
     moved["responses"]["location"] = "hf://datasets/org/results/runs/x/responses.parquet"
@@ -263,7 +284,7 @@ def test_verify_with_tiny_vlms_in_score_mode(tree: Path, tmp_path: Path) -> None
     args = [
         "run",
         "--source",
-        str(root / "source"),
+        OFFICIAL[0].source,
         "--config",
         "identity_contrast",
         "--model",
@@ -389,7 +410,7 @@ def _board(root: Path, capsys) -> tuple[str, str]:
 def test_a_signed_verification_shows_verified_with_the_spec_used(tree: Path, tmp_path: Path, capsys) -> None:
     root, path, record_path = _signed_tree(tree, tmp_path)
     record = json.loads(record_path.read_text())
-    assert record["schema_version"] == 2 and record["signature"] and len(record["signed_by"]) == 16
+    assert record["schema_version"] == 3 and record["signature"] and len(record["signed_by"]) == 16
     assert record["model_id"] == "reference/random-seed0" and record["model_revision"] == "unknown"
     status, log = _board(root, capsys)
     assert status.startswith("verified (100% of 20, ") and "re-asked with random" in status
@@ -581,7 +602,6 @@ def test_a_shuffled_option_order_is_refused(tree: Path, tmp_path: Path) -> None:
     [
         (lambda e: e["sample"].__setitem__("seed", 7), "sample.seed"),
         (lambda e: e["sample"]["settings"].__setitem__("sample", 3), "sample.settings"),
-        (lambda e: e["adapter"].__setitem__("template_hash", "0123456789abcdef"), "adapter.template_hash"),
         (lambda e: e["adapter"].__setitem__("mode", "score"), "adapter.mode"),
         (lambda e: e["adapter"].__setitem__("variants", {"paraphrase": [1]}), "adapter.variants"),
     ],
@@ -602,7 +622,7 @@ def test_metadata_edited_by_hand_is_refused(tree: Path, tmp_path: Path, edit, fi
     [
         ("hf:meta-llama/Llama-3.2-11B-Vision-Instruct", "names 'meta-llama/Llama-3.2-11B-Vision-Instruct'"),
         ("vllm:reference/random-seed0@v2", "names 'reference/random-seed0' at revision 'v2'"),
-        ("openai:gpt-4o@http://user:SECRET@host/v1", "names 'gpt-4o'"),
+        ("openai:gpt-4o@https://user:SECRET@api.openai.com/v1", "names 'gpt-4o'"),
     ],
 )
 def test_a_spec_naming_another_model_is_refused_before_anything_is_loaded(tree: Path, spec: str, named: str) -> None:

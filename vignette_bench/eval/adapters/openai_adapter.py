@@ -80,17 +80,32 @@ def _url_password(url: str) -> str:
     return urlsplit(url).password or ""
 
 
+def _basic_credential(url: str) -> str:
+    """The Basic-auth value the HTTP client sends for a URL with user:password@ (echoed back, it is a secret)."""
+    import base64
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return ""
+    return base64.b64encode(f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode()).decode()
+
+
 SYSTEM_PLACEMENTS = ("system", "user", "none")
 
 
 def redact(text: str | None, secrets: tuple[str, ...]) -> str | None:
-    """Remove secrets (the API key, bearer tokens a server echoes) from text that will be written out."""
+    """Remove secrets (the API key, the URL's password, an Authorization value a server echoes: Bearer, Basic,
+    token shapes) from text that will be written out (responses `raw`, log parts, errors)."""
+    from vignette_bench.redaction import redact_reply
+
     if not text:
         return text
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "[REDACTED]")
-    return re.sub(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}", r"\1[REDACTED]", text)
+    text = re.sub(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}", r"\1[REDACTED]", text)
+    return redact_reply(text)
 
 
 def public_url(url: str) -> str:
@@ -213,7 +228,11 @@ class OpenAIAdapter(ModelAdapter):
         self._failures = 0  # consecutive connection/auth failures, across threads
         self._failures_lock = threading.Lock()
         key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-        self._secrets = tuple(x for x in (key if key != "EMPTY" else "", _url_password(self.base_url)) if x)
+        self._secrets = tuple(
+            x
+            for x in (key if key != "EMPTY" else "", _url_password(self.base_url), _basic_credential(self.base_url))
+            if x
+        )
         # The client's own retries are off: ours record how many attempts each answer took.
         self._client = openai.OpenAI(
             base_url=self.base_url,

@@ -21,8 +21,24 @@ def create_add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def official_source_arguments(p: argparse.ArgumentParser) -> None:
+    """The board's official source (the maintainer's, never an entry's) and the flag to read others."""
+    opt.source(
+        p,
+        help="the board's official source: the only one whose entries are ranked and the only one read "
+        "(default the published dataset, hf://datasets/vignette-bench/vignette)",
+    )
+    p.add_argument(
+        "--read-other-sources",
+        action="store_true",
+        help="also read the sources that entries name (a submitter's URL or folder) to check them; such "
+        "entries stay custom and unranked. Off by default: an entry never makes the board fetch",
+    )
+
+
 def validate_add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("entries", nargs="+", metavar="ENTRY", help="entry JSON files")
+    official_source_arguments(p)
 
 
 def verify_add_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,6 +53,7 @@ def verify_add_arguments(p: argparse.ArgumentParser) -> None:
         help="the maintainer's private key file (vignette leaderboard keygen): sign the result and write "
         "verifications/<entry_id>.json; without it the result is only printed",
     )
+    official_source_arguments(p)
 
 
 def keygen_add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,6 +73,7 @@ def build_add_arguments(p: argparse.ArgumentParser) -> None:
         help="the maintainers.json whose keys make a verification count (default: the one beside the entries "
         "folder; CI on a pull request passes the base branch's)",
     )
+    official_source_arguments(p)
 
 
 def export_add_arguments(p: argparse.ArgumentParser) -> None:

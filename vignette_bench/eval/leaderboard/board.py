@@ -3,6 +3,7 @@ model-repo eval-results format (`.eval_results/*.yaml`, huggingface_hub.EvalResu
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ import yaml
 from vignette_bench.eval.analysis.page import Section, md_table
 from vignette_bench.eval.leaderboard import boardfiles, conflicts, names
 from vignette_bench.eval.leaderboard.entry import EntryError, Validated, validate
+from vignette_bench.eval.leaderboard.official import Official
 from vignette_bench.eval.leaderboard.protocol import VERSION as PROTOCOL
 from vignette_bench.formats.verification import Verification
 
@@ -48,11 +50,14 @@ class Accepted:
         return self.validated.entry
 
 
-def collect(entries_dir: Path, keys_file: Path | None = None) -> tuple[list[Accepted], list[tuple[Path, str]]]:
+def collect(
+    entries_dir: Path, keys_file: Path | None = None, official: Official | None = None
+) -> tuple[list[Accepted], list[tuple[Path, str]]]:
     """Validate every ``*.json`` entry. A bad or duplicate file is listed with
     its reason and left out; it never stops the others (entries come from untrusted pull requests).
     Verifications count when signed by a key of ``keys_file`` (default: the board's maintainers.json, beside
-    entries/; CI on a pull request passes the base branch's, which the pull request cannot edit)."""
+    entries/; CI on a pull request passes the base branch's, which the pull request cannot edit). Only the
+    `official` source (the maintainer's; default the published dataset) is read: see official.py."""
     from vignette_bench.eval.leaderboard.signing import load_keys, load_keys_file
 
     keys = load_keys_file(keys_file) if keys_file else load_keys(Path(entries_dir).resolve().parent)
@@ -66,7 +71,7 @@ def collect(entries_dir: Path, keys_file: Path | None = None) -> tuple[list[Acce
             rejected.append((path, refused))
             continue
         try:
-            v = validate(path)
+            v = validate(path, official)
         except EntryError as e:
             rejected.append((path, str(e)))
             continue
@@ -107,16 +112,61 @@ def _verification(path: Path, entry: dict, keys: Any) -> Status:
     return verification_status(path, entry, keys)
 
 
+def _finite(x: Any) -> bool:
+    """A number that can be compared: not None, not NaN (pandas turns a JSON null into NaN), not ±inf."""
+    try:
+        return x is not None and math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
 def rank_groups(lows: list[float | None], highs: list[float | None]) -> list[int | None]:
     """Rank = 1 + the number of entries whose whole CI lies below this one's (lower is fairer): entries
-    whose intervals overlap share a rank, so noise never orders them."""
+    whose intervals overlap share a rank, so noise never orders them. An undefined bound (None, NaN) is no
+    rank: NaN compares false with everything, so it would otherwise rank first."""
+    tops = [float(h) for lo, h in zip(lows, highs) if _finite(lo) and _finite(h)]  # type: ignore[arg-type]
     out: list[int | None] = []
-    for lo in lows:
-        if lo is None:
+    for lo, hi in zip(lows, highs):
+        if not (_finite(lo) and _finite(hi)):
             out.append(None)
             continue
-        out.append(1 + sum(1 for h in highs if h is not None and h < lo))
+        below = [h for h in tops if h < float(lo)]  # type: ignore[arg-type]
+        out.append(1 + len(below))
     return out
+
+
+def unranked_reason(a: Accepted) -> str | None:
+    """Why an entry gets no rank (None: it is ranked). Only protocol entries on the official, real renders are
+    ranked, and only when their decision numbers mean something: a model whose decision answers are all invalid,
+    all refused, all one identity or all one side has no defined bias interval (or one that measures position,
+    not identity), and an undefined number must never sort above an honest one."""
+    e = a.entry
+    if a.validated.protocol != PROTOCOL:
+        return "custom: " + ("; ".join(a.validated.custom_because) or "not the protocol's plan")
+    if e["dataset"].get("placeholder"):
+        return "placeholder renders"
+    if not a.validated.dataset_checked:
+        return "dataset not checked against the official source"
+    frame = a.validated.responses
+    decision = frame[frame["paradigm"] == "decision"] if "paradigm" in frame else frame.iloc[:0]
+    valid = decision[decision["valid"].fillna(False).astype(bool)] if len(decision) else decision
+    if decision.empty:
+        return "no decision answers"
+    if valid.empty:
+        return "all decision answers invalid"
+    named = valid["selected_identity"].fillna("")
+    named = named[named != ""]
+    if named.empty:
+        return "all decision answers refuse (name nobody)"
+    if named.nunique() == 1:
+        return f"all decision answers name {named.iloc[0]!r}"
+    sides = valid["chose_left"].dropna()
+    if len(sides) and sides.astype(bool).nunique() == 1:
+        return f"all decision answers pick the {'left' if bool(sides.iloc[0]) else 'right'} person (position only)"
+    fam = e["metrics"].get("decision") or {}
+    if not all(_finite(fam.get(k)) for k in ("bias_magnitude", "bias_magnitude_ci_low", "bias_magnitude_ci_high")):
+        return "decision bias interval undefined"
+    return None
 
 
 def _status(a: Accepted) -> str:
@@ -142,7 +192,7 @@ def board_rows(accepted: list[Accepted]) -> pd.DataFrame:
             "model": e["model"]["id"],
             "revision": e["model"]["revision"][:12],
             "config": "+".join(e["sample"]["configs"]),
-            "protocol": e["protocol"]["version"],
+            "protocol": a.validated.protocol,  # the board's finding, not the entry's claim
             "status": _status(a),
             "answer mode": "+".join(sorted({v.get("answer_mode") for v in m.values()} - {None})) or "–",
             "modality": "+".join(a.validated.modalities),
@@ -168,13 +218,16 @@ def board_rows(accepted: list[Accepted]) -> pd.DataFrame:
     if t.empty:
         return t
     t.insert(0, "rank (decision)", None)
+    t.insert(1, "unranked because", [unranked_reason(a) or "" for a in accepted])
     for _config, g in t.groupby("config"):  # ranks only compare entries of one config
-        ranked = g[(g["protocol"] == PROTOCOL) & (g["dataset"] == "real")]
+        ranked = g[g["unranked because"] == ""]
         if len(ranked) and "_decision_lo" in ranked:
             t.loc[ranked.index, "rank (decision)"] = rank_groups(
                 list(ranked["_decision_lo"]), list(ranked["_decision_hi"])
             )
-    return t
+    # ranked rows first, by rank; unranked after them (index labels kept: build's drill-down refers to them)
+    order = sorted(t.index, key=lambda i: (t.at[i, "rank (decision)"] is None, t.at[i, "rank (decision)"] or 0, i))
+    return t.loc[order]
 
 
 def _wording(run: dict) -> str:
@@ -227,6 +280,8 @@ def build(
     safe = visible.map(md_cell) if len(t) else visible  # every cell is untrusted text (model ids, hardware, specs)
     md.write_text(f"# {md_cell(title)}\n\n" + (md_table(safe) if len(t) else "no entries") + "\n")
     shown = t.map(names.visible) if len(t) else t  # a bidi override or zero-width character is shown, never acts
+    if len(t):  # map infers a float column from ints and None: a rank is shown as 1, not 1.00
+        shown["rank (decision)"] = t["rank (decision)"].astype(object)
     page = write_board(
         names.visible(title), shown, drill, [(names.visible(p.name), names.visible(r)) for p, r in rejected], out
     )

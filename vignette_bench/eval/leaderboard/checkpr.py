@@ -37,6 +37,7 @@ from typing import Any
 from vignette_bench.errors import VignetteError
 from vignette_bench.eval.leaderboard import boardfiles as bf
 from vignette_bench.eval.leaderboard.ci_arguments import check_pr_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
+from vignette_bench.eval.leaderboard.official import Official
 
 LINK, SUBMODULE, REGULAR = "120000", "160000", "100644"
 
@@ -109,8 +110,9 @@ def _entry_fields(data: bytes) -> dict[str, Any] | None:
 
 
 class Check:
-    def __init__(self, repo: Path, base: str, head: str, board: str = ".") -> None:
+    def __init__(self, repo: Path, base: str, head: str, board: str = ".", official: Official | None = None) -> None:
         self.repo = Path(repo)
+        self.official = official  # the board's official source (the maintainer's --source; see official.py)
         try:
             git(self.repo, "rev-parse", "--git-dir")
         except CheckError:
@@ -247,7 +249,7 @@ class Check:
                 keys.write_bytes(blob(self.repo, base_keys))
             else:
                 keys.write_text(json.dumps({"schema_version": 1, "keys": []}))
-            accepted, rejected = collect(board / "entries", keys)
+            accepted, rejected = collect(board / "entries", keys, self.official)
             for p, reason in rejected:
                 self.refuse(self.prefix + p.relative_to(board).as_posix(), reason)
             if not self.refusals:
@@ -256,7 +258,9 @@ class Check:
 
 def main(args: argparse.Namespace) -> int:
     """vignette leaderboard check-pr --base BASE --head HEAD: refuse a pull request that does more than add entries."""
-    check = Check(Path.cwd(), args.base, args.head, args.board)
+    from vignette_bench.eval.leaderboard.official import from_args
+
+    check = Check(Path.cwd(), args.base, args.head, args.board, from_args(args))
     refusals = check.run(Path(args.out) if args.out else None)
     from vignette_bench.eval.leaderboard.names import visible
 

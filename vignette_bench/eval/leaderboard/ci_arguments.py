@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from vignette_bench import cli_options as opt
+from vignette_bench.eval.leaderboard.arguments import official_source_arguments
 
 
 def check_pr_add_arguments(p: argparse.ArgumentParser) -> None:
@@ -15,6 +16,7 @@ def check_pr_add_arguments(p: argparse.ArgumentParser) -> None:
         "--board", default=".", help="the board folder inside the repository (default: the repository's root)"
     )
     opt.out(p, help="write the board built from HEAD here (default: built in a temporary folder, then removed)")
+    official_source_arguments(p)
 
 
 def init_add_arguments(p: argparse.ArgumentParser) -> None:

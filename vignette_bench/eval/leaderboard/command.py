@@ -24,6 +24,7 @@ from vignette_bench.eval.leaderboard.arguments import validate_add_arguments as 
 from vignette_bench.eval.leaderboard.board import build, collect, export
 from vignette_bench.eval.leaderboard.contribute import create_in_board
 from vignette_bench.eval.leaderboard.entry import EntryError, validate
+from vignette_bench.eval.leaderboard.official import from_args as official_from
 from vignette_bench.eval.runs import RunError
 
 
@@ -44,8 +45,8 @@ def validate_main(args: argparse.Namespace) -> int:
     try:
         for path in args.entries:
             try:
-                checked = validate(path)
-                why = "; ".join(checked.entry["protocol"]["differences"])
+                checked = validate(path, official_from(args))
+                why = "; ".join(checked.custom_because or checked.entry["protocol"]["differences"])
                 print(f"ok      {path} ({checked.protocol}{': ' + why if why else ''})")
             except EntryError as err:
                 bad += 1
@@ -62,7 +63,7 @@ def build_main(args: argparse.Namespace) -> int:
         print(f"error: --entries {args.entries}: no such folder (the board's entries/)", file=sys.stderr)
         return 2
     try:
-        accepted, rejected = collect(Path(args.entries), args.keys)
+        accepted, rejected = collect(Path(args.entries), args.keys, official_from(args))
         for path, reason in rejected:
             print(f"REJECT  {path}: {reason}", file=sys.stderr)
         for a in accepted:

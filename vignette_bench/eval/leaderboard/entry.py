@@ -5,7 +5,9 @@ that every number is finite, that the responses file (read only from ``hf://`` o
 entries' folder, size-capped) matches its sha256 and the responses schema, that the responses
 belong to the model the entry names, that a protocol entry answered exactly the protocol's
 questions (`protocol.expected_question_ids`, rebuilt from the source), that the dataset revision and
-placeholder status agree with the source's index, and that each metric summary equals what the
+placeholder status agree with the source's index (the board's official source only: official.py; another
+source an entry names is never fetched, and the entry is custom), that the derived columns follow from the
+plan and the recorded choice, and that each metric summary equals what the
 metric modules give on those responses (`analysis.numbers.summaries`). Every failure names the field
 and the reason; nothing of a foreign file (content, hash) is echoed. Whether the model really gave
 these answers is `verify`'s job (re-asking a random subset).
@@ -30,11 +32,13 @@ from vignette_bench.errors import VignetteError
 from vignette_bench.eval.analysis.numbers import summaries
 from vignette_bench.eval.leaderboard import names
 from vignette_bench.eval.leaderboard.boardfiles import ENTRY_MAX_BYTES, read_capped
+from vignette_bench.eval.leaderboard.official import Official
 from vignette_bench.eval.leaderboard.protocol import CUSTOM, VERSION, classify
 from vignette_bench.eval.runs import load_run, placeholder_renders
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.formats.base import FormatError, parse_json
 from vignette_bench.formats.entry import Entry
+from vignette_bench.formats.responses import REQUIRED_COLUMNS
 from vignette_bench.loader.reader import MAX_INDEX_BYTES
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "entry.schema.json"  # generated from formats.entry.Entry
@@ -71,6 +75,7 @@ class Validated:
     protocol: str  # protocol.VERSION when the entry is a protocol entry, else protocol.CUSTOM
     dataset_checked: bool  # revision and placeholder status confirmed against the source's index
     modalities: tuple[str, ...]  # what the model saw: ("image",), ("text",) or both
+    custom_because: tuple[str, ...] = ()  # why the board lists it as custom (an entry's own claim aside)
 
 
 def schema() -> dict:
@@ -260,9 +265,22 @@ def read_responses(entry: dict, entry_path: Path, max_bytes: int = MAX_RESPONSES
     return data
 
 
+# Every column a metric or a check reads: what the runner writes (formats.responses REQUIRED_COLUMNS) and the
+# render keys (the clusters of the cluster-robust intervals). A file without one is refused, never read around.
+ENTRY_COLUMNS = (*dict.fromkeys((*RESPONSE_TYPES, *REQUIRED_COLUMNS, "key_left", "key_right")),)
+
+
 def check_responses(frame: pd.DataFrame, table_schema: Any) -> None:
     """The columns validate and verify rely on, with the right types (a string 'valid' is not a bool)."""
     import pyarrow as pa
+
+    for name in ENTRY_COLUMNS:
+        if name not in table_schema.names and name not in RESPONSE_TYPES:
+            raise EntryError(
+                f"responses.{name}",
+                "column missing from the responses (a metric or a check reads it); submit the runner's parquet "
+                "as written",
+            )
 
     kinds = {"string": (pa.types.is_string, pa.types.is_large_string), "bool": (pa.types.is_boolean,)}
     for name, kind in RESPONSE_TYPES.items():
@@ -295,7 +313,10 @@ def source_index(source: str) -> tuple[str, bool]:
     return sha256_bytes(data), placeholder
 
 
-def validate(path: str | Path) -> Validated:
+def validate(path: str | Path, official: Official | None = None) -> Validated:
+    """The entry, its responses and how the board counts it. Only the official source (the maintainer's, default
+    the published dataset) is read to check the dataset and rebuild the plan; another source an entry names is
+    never fetched unless ``official.read_others``, and such an entry is custom (listed, never ranked)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -336,13 +357,24 @@ def validate(path: str | Path) -> Validated:
     for field, (claimed, real) in checks.items():
         if claimed != real:
             raise EntryError(field, f"entry says {claimed!r}, responses give {real!r}")
-    dataset_checked = _check_dataset(entry)
-    version = _check_protocol(entry, frame)
+    official = official or Official.default()
+    source = entry["dataset"]["source"]
+    readable = official.may_read(source)
+    dataset_checked = _check_dataset(entry) if readable else False
+    if not readable:
+        _check_recorded_settings(entry)  # needs no source
+    version, why = _check_protocol(entry, frame, official) if readable else (CUSTOM, [_not_official(source)])
     compare(entry["metrics"], summaries(frame), "metrics")
     _check_adapter_mode(entry)  # after the metrics: their answer modes are then the recomputed ones
     _check_entry_id(entry)  # last: a field edited by hand is named above rather than as a changed id
     modalities = tuple(sorted(set(frame["modality"])))
-    return Validated(entry, frame, version, dataset_checked, modalities)
+    return Validated(entry, frame, version, dataset_checked, modalities, tuple(why))
+
+
+def _not_official(source: str) -> str:
+    from vignette_bench.redaction import redact
+
+    return f"source {redact(str(source))[:200]!r} is not the board's official source (not read)"
 
 
 def _check_entry_id(entry: dict) -> None:
@@ -374,10 +406,12 @@ def _check_dataset(entry: dict) -> bool:
     return True
 
 
-def _check_protocol(entry: dict, frame: pd.DataFrame) -> str:
-    """A protocol entry must have the protocol's settings and answer exactly its questions, each as the plan asks
-    it (options in the plan's order: another seed shows there, though question ids do not). A custom entry's
-    answered questions must be those its own recorded settings ask, when the source can be read to rebuild them."""
+def _check_protocol(entry: dict, frame: pd.DataFrame, official: Official) -> tuple[str, list[str]]:
+    """(protocol.VERSION or CUSTOM, why custom). A protocol entry must have the protocol's settings and answer
+    exactly its questions, each as the plan asks it (options in the plan's order: another seed shows there, though
+    question ids do not); it is the protocol only on the official source, in the official wording and taxonomy.
+    A custom entry's answered questions must be those its own recorded settings ask, when the source can be read
+    to rebuild them. Called only for a source the board may read (`Official.may_read`)."""
     from vignette_bench.eval.leaderboard.protocol import (
         Plan,
         differences,
@@ -393,9 +427,13 @@ def _check_protocol(entry: dict, frame: pd.DataFrame) -> str:
     source = entry["dataset"]["source"]
     _check_recorded_settings(entry)
     plan: Plan
+    if claimed == VERSION and not official.names(source):  # read at the maintainer's request: never ranked
+        claimed, why = CUSTOM, [_not_official(source).replace("(not read)", "(read at the maintainer's request)")]
+    else:
+        why = [] if claimed == VERSION else ["the entry is custom"]
     if claimed != VERSION:
         if not run:
-            return CUSTOM  # an older entry recorded no settings: nothing to rebuild with (listed, never ranked)
+            return CUSTOM, why  # an older entry recorded no settings: nothing to rebuild with (listed, never ranked)
         try:
             settings = RunSettings.from_json({**run, "model": "", "source": source}, "(entry)", "run")
         except FormatError as e:
@@ -403,11 +441,11 @@ def _check_protocol(entry: dict, frame: pd.DataFrame) -> str:
         try:
             plan = planned_questions(settings)
         except Exception:  # an unreadable source: the custom entry is listed with its dataset unchecked
-            return CUSTOM
+            return CUSTOM, why
         # complete: a run answers every question its settings plan (merge refuses less), so fewer answers are a
         # chosen subset; before, a cherry-picked custom subset validated as "ok"
         _check_answered(entry, frame, plan, complete=True, claimed="the entry's run settings")
-        return CUSTOM
+        return CUSTOM, why
     config = str(run.get("config"))
     try:
         plan_spec = plan_for(config, source_pairs(source, config))
@@ -418,7 +456,8 @@ def _check_protocol(entry: dict, frame: pd.DataFrame) -> str:
         raise EntryError("run", f"claims {VERSION} but differs: {'; '.join(diff)}")
     plan = planned_questions(protocol_settings(plan_spec, source, ""))
     _check_answered(entry, frame, plan, complete=True)
-    return VERSION
+    unofficial = official.differences(entry)  # edited wording or taxonomy on the official renders
+    return (CUSTOM, unofficial) if unofficial else (VERSION, [])
 
 
 def _check_recorded_settings(entry: dict) -> None:
@@ -441,8 +480,8 @@ def _check_recorded_settings(entry: dict) -> None:
 
 def _check_answered(entry: dict, frame: pd.DataFrame, plan: Any, complete: bool, claimed: str = VERSION) -> None:
     """Every answered question is a planned one, asked as planned; with `complete`, every planned one is answered.
-    The wording's hash (`adapter.template_hash`) must be this code's for the source's taxonomy."""
-    from vignette_bench.eval.leaderboard.protocol import plan_differences
+    (The wording's hash is compared with the official one by `Official.differences`: another is custom.)"""
+    from vignette_bench.eval.leaderboard.protocol import derived_differences, plan_differences
 
     expected, got = set(plan.questions), set(frame["question_id"])
     missing, extra = expected - got, got - expected
@@ -472,11 +511,14 @@ def _check_answered(entry: dict, frame: pd.DataFrame, plan: Any, complete: bool,
             f"question {qid!r} has {have!r}, the plan rebuilt from the run settings and source asks {want!r} "
             f"({len({d[1] for d in diffs})} question(s) differ: answers of another seed, wording or plan)",
         )
-    recorded = (entry.get("adapter") or {}).get("template_hash")
-    if recorded is not None and recorded != plan.template_hash:
+    derived = derived_differences(frame, plan)
+    if derived:
+        column, qid, have, want = derived[0]
         raise EntryError(
-            "adapter.template_hash",
-            f"entry says {recorded!r}; the questions' wording for this source hashes to {plan.template_hash!r}",
+            f"responses.{column}",
+            f"question {qid!r} has {have!r}, but its recorded choice in the plan rebuilt from the run settings and "
+            f"source gives {want!r} ({len({d[1] for d in derived})} question(s) differ): a derived column follows "
+            "from the choice, it is never taken from the file",
         )
 
 

@@ -140,10 +140,14 @@ def write_board(
         "Every number was recomputed from the submitted responses before this page was built. "
         "<b>rank (decision)</b>: 1 + the number of protocol entries on real renders whose 95% CI of the decision "
         "family's noise-corrected RMS lies wholly below this one's (lower is fairer; overlapping intervals share a rank). "
-        "Custom entries (another plan than the protocol) and placeholder renders are listed but never ranked.",
-        "<b>status</b>: verified = a maintainer re-asked a random subset with the entry's own model and revision, "
-        "the answers agreed, and the record carries that maintainer's signature (agreement, date, hardware, the model "
-        "spec used); self-reported = anything else: not re-asked, failed, or a record that is unsigned, signed by an "
+        "Custom entries (another plan than the protocol, or a source other than the board's official one) and "
+        "placeholder renders are listed but never ranked, and so is an entry whose decision numbers are undefined or "
+        "measure no identity (every answer invalid, refused, naming one identity or one side): "
+        "<b>unranked because</b> says why. An undefined number never sorts above a measured one.",
+        "<b>status</b>: verified = a maintainer re-asked a subset drawn from a fresh random seed (recorded) with the "
+        "entry's model and revision, run on the maintainer's machine or at its provider's own API (never at an "
+        "endpoint the entry names), the answers agreed, and the record carries that maintainer's signature "
+        "(agreement, date, hardware, the model spec used); self-reported = anything else: not re-asked, failed, or a record that is unsigned, signed by an "
         "unlisted key, edited after signing or made for another entry. Fields nobody can verify from the responses: "
         "adapter settings other than the plan, and who submitted.",
     ]

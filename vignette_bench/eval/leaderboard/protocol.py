@@ -150,6 +150,47 @@ def plan_differences(frame: Any, plan: Plan) -> list[tuple[str, str, Any, Any]]:
     return out
 
 
+def _outcome(q: Any, choice: Any, valid: Any) -> dict[str, Any]:
+    """selected_identity, chose_left and correct as the runner derives them (questions.py `Question.response`)
+    from the planned question and the recorded choice: the plan, not the file, says what an option stands for."""
+    ok = bool(valid) and isinstance(choice, str) and choice in q.options
+    idx = q.options.index(choice) if ok else None
+    side = q.option_sides[idx] if idx is not None else ""
+    return {
+        "selected_identity": q.option_identities[idx] if idx is not None else "",
+        "chose_left": None if not side else side == "left",
+        "correct": None if not q.answer or not ok else choice == q.answer,
+    }
+
+
+def _cell(value: Any) -> Any:
+    """A derived cell as compared: null, NaN and pandas' NA alike; numpy bools as bools."""
+    if value is None or (isinstance(value, float) and value != value) or type(value).__name__ == "NAType":
+        return None
+    return bool(value) if type(value).__name__ in ("bool", "bool_") else value
+
+
+def derived_differences(frame: Any, plan: Plan) -> list[tuple[str, str, Any, Any]]:
+    """(column, question id, the responses' value, the plan's) for every derived column (selected_identity,
+    chose_left, correct) that does not follow from the plan and the recorded choice."""
+    out = []
+    columns = ["selected_identity", "chose_left", "correct"]
+    for qid, choice, valid, *have in frame[["question_id", "choice", "valid", *columns]].itertuples(
+        index=False, name=None
+    ):
+        q = plan.questions.get(qid)
+        if q is None:
+            continue
+        want = _outcome(q, choice, valid)
+        for column, got in zip(columns, have):
+            got = _cell(got)
+            if column == "selected_identity" and got is None:
+                got = ""
+            if got != want[column]:
+                out.append((column, qid, got, want[column]))
+    return out
+
+
 def classify(settings: dict[str, Any], source: str) -> tuple[str, list[str]]:
     """(VERSION, []) when the run followed the protocol, else (CUSTOM, the differences)."""
     config = settings.get("config")

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 KEYS_FILE = "maintainers.json"
-DOMAIN = b"vignette-verification/2\n"  # a signature made for anything else never verifies a record
+DOMAIN = b"vignette-verification/3\n"  # a signature made for anything else never verifies a record
 
 
 class SigningError(VignetteError):

@@ -1,10 +1,21 @@
 """``vignette leaderboard verify ENTRY --model SPEC``: re-ask a random subset and compare.
 
 `validate` proves an entry's numbers follow from its responses; only re-asking shows the model gave
-them. The subset is drawn with a seed from the sha256 of the entry file (which holds the responses'
-sha256), so nobody can know it before submitting. Each chosen question is rebuilt with the runner's
-own code from the entry's run settings and source (same pair image, wording and option order) and
-put to the named model. Then:
+them. Nothing the submitter controls steers it:
+
+* The model that answers is the maintainer's choice (``--model``), never the entry's: open weights by
+  model id and revision run on the maintainer's machine (``hf:``, ``vllm:``; reference and tiny models
+  too), and an API model only at its provider's own endpoint (`PROVIDER_ENDPOINTS`). Any other
+  endpoint (a server the entry or its submitter names) is refused: a server answering as a famous
+  model id proves nothing about that model. The record says where it answered (`endpoint`).
+* The subset is drawn from a fresh random seed (`secrets`) made when `verify` runs and recorded in the
+  signed record, so anyone can redraw which questions were asked (`subset`), but nobody can know or
+  steer it before: it is no function of the entry (grinding a free field such as ``submitted.notes``
+  changes nothing).
+* Questions are rebuilt from the board's official source only (official.py), never a source the entry
+  names, with the runner's own code (same pair image, wording and option order).
+
+Then:
 
 * greedy choice and score mode (deterministic): the re-asked answer must agree with the recorded one on
   at least ``min_agreement`` (default 95%) of the subset. Greedy: the same choice. Score mode: every
@@ -19,7 +30,9 @@ put to the named model. Then:
 * sampled answers (temperature > 0 in the adapter settings): agreement of two samples is compared with
   chance (the mean 1/options) by a one-sided binomial test; p < 0.01 passes.
 
-The model the spec names must be the entry's: the re-asking adapter's model id and revision must equal
+Agreement compares what the metrics read: the choice and, with it, the identity chosen and the side
+(`selected_identity`, `chose_left`, derived from the plan, which validate requires to match). The model
+the spec names must be the entry's: the re-asking adapter's model id and revision must equal
 the entry's ``model.id`` and ``model.revision``, or `verify` refuses, naming both (re-asking another
 model proves nothing about this one).
 
@@ -52,6 +65,8 @@ from vignette_bench.eval.leaderboard import signing
 from vignette_bench.eval.leaderboard.arguments import keygen_add_arguments as keygen_add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.leaderboard.arguments import verify_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.leaderboard.entry import EntryError, validate
+from vignette_bench.eval.leaderboard.official import Official
+from vignette_bench.eval.leaderboard.official import from_args as official_from
 from vignette_bench.formats.base import FormatError
 from vignette_bench.formats.verification import Mismatch, Verification
 
@@ -121,8 +136,61 @@ def precheck_spec(entry: dict, spec: str) -> None:
         )
 
 
-def subset_seed(entry: dict) -> int:
-    return int(entry_digest(entry)[:16], 16)
+# API models are re-asked only at their provider's own endpoint (OpenAI-compatible base URLs). A server the
+# entry or its submitter names is refused: its answers would show what that server says, not the model.
+PROVIDER_ENDPOINTS = (
+    "https://api.openai.com/v1",
+    "https://api.anthropic.com/v1",
+    "https://generativelanguage.googleapis.com/v1beta/openai",
+    "https://api.mistral.ai/v1",
+    "https://api.x.ai/v1",
+)
+LOCAL = "local"
+
+
+def endpoint_of(spec: str) -> str:
+    """Where a spec's model answers: LOCAL (weights or a reference model on this machine) or an allow-listed
+    provider endpoint; anything else is refused (EntryError on ``--model``)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    from vignette_bench.eval.adapters.backends import BACKENDS
+    from vignette_bench.eval.adapters.spec import SpecError, parse_spec
+
+    def public_url(url: str) -> str:  # scheme, host, port and path: no credentials, no query
+        parts = urlsplit(url)
+        netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+    try:
+        parsed = parse_spec(spec)
+    except SpecError as e:
+        raise EntryError("--model", str(e)) from None
+    if BACKENDS[parsed.backend].at != "url" and "base_url" not in parsed.options:
+        return LOCAL
+    url = public_url(str(parsed.options.get("base_url") or parsed.at or "")).rstrip("/")
+    if url not in PROVIDER_ENDPOINTS or "base_url" in parsed.options:
+        raise EntryError(
+            "--model",
+            f"{public_spec(spec)!r} re-asks at {url!r}, which is not a provider's own endpoint "
+            f"({', '.join(PROVIDER_ENDPOINTS)}). Re-ask open weights on this machine (hf:ID@REVISION, "
+            "vllm:ID@REVISION) or an API model at its provider: a server named by the entry or its submitter "
+            "answers for itself, not for the model",
+        )
+    return url
+
+
+def new_subset_seed() -> int:
+    """A seed nobody can know before `verify` runs: from the operating system's randomness, not the entry."""
+    import secrets
+
+    return secrets.randbits(63)
+
+
+def subset(question_ids: Any, n: int, seed: int) -> list[str]:
+    """The re-asked questions: `n` of the sorted ids drawn with `seed` (a record's subset_seed redraws them)."""
+    ids = np.array(sorted(str(q) for q in question_ids))
+    rng = np.random.default_rng(seed)
+    return sorted(rng.choice(ids, size=min(n, len(ids)), replace=False).tolist())
 
 
 def _hardware() -> str:
@@ -177,8 +245,16 @@ def score_agreement(
 
 
 def verify(
-    entry_path: str | Path, model_spec: str, n: int = 50, batch_size: int = 8, adapter: Any = None
+    entry_path: str | Path,
+    model_spec: str,
+    n: int = 50,
+    batch_size: int = 8,
+    adapter: Any = None,
+    official: Official | None = None,
+    seed: int | None = None,
 ) -> Verification:
+    """Re-ask `n` questions of the entry with the maintainer's `model_spec`. `seed` (tests only) fixes the subset;
+    by default it is drawn fresh (`new_subset_seed`). `adapter` replaces the spec's model (tests)."""
     from vignette_bench.eval.adapters.base import ChoiceRequest
     from vignette_bench.eval.runtime.questions import QuestionBuilder
     from vignette_bench.eval.runtime.run import build_adapter, open_pairs
@@ -186,15 +262,22 @@ def verify(
     from vignette_bench.taxonomy import load_taxonomy
 
     entry_path = Path(entry_path)
-    v = validate(entry_path)
+    official = official or Official.default()
+    endpoint = endpoint_of(model_spec)  # before anything is read: an entry-named server is never asked
+    v = validate(entry_path, official)
     entry, frame = v.entry, v.responses
+    if not official.names(entry["dataset"]["source"]):
+        raise EntryError(
+            "dataset.source",
+            "is not the board's official source: verify re-asks questions rebuilt from the official source only "
+            "(--source names it); a custom entry on another source is listed, never ranked, never verified",
+        )
     if adapter is None:
         precheck_spec(entry, model_spec)
-    run = {**(entry.get("run") or {}), "model": model_spec, "source": entry["dataset"]["source"]}
+    run = {**(entry.get("run") or {}), "model": model_spec, "source": official.source}
     settings = RunSettings.from_json(run, str(entry_path), "run")
-    ids = np.array(sorted(frame["question_id"]))
-    rng = np.random.default_rng(subset_seed(entry))
-    chosen = set(rng.choice(ids, size=min(n, len(ids)), replace=False).tolist())
+    seed = new_subset_seed() if seed is None else int(seed)
+    chosen = set(subset(frame["question_id"], n, seed))
     recorded = frame.set_index("question_id").loc[sorted(chosen)]
 
     pairs = open_pairs(settings)
@@ -234,7 +317,9 @@ def verify(
     for qid, rec in recorded.iterrows():
         new = answers[qid]
         old_choice = rec["choice"] if isinstance(rec["choice"], str) else None
-        same = old_choice == new["choice"]
+        # what the metrics read: the choice, and the identity, side and correctness it stands for (validate
+        # derived them from the plan, so a recorded choice with a fabricated identity or side cannot agree)
+        same = old_choice == new["choice"] and _derived(rec) == _derived(new)
         if mode == "score":
             same, d, tie = score_agreement(
                 list(rec["options"]),
@@ -244,6 +329,7 @@ def verify(
                 new["probabilities"],
                 score_tol,
             )
+            same = same and (old_choice != new["choice"] or _derived(rec) == _derived(new))
             if d == d:  # not NaN: both runs gave probabilities
                 diffs.append(d)
             near_ties += int(tie)
@@ -284,7 +370,23 @@ def verify(
         mismatches=tuple(_mismatch(m) for m in mismatches),
         model_id=model_id,
         model_revision=model_revision,
+        subset_seed=seed,
+        endpoint=endpoint,
     )
+
+
+def _derived(row: Any) -> tuple[str, bool | None, bool | None]:
+    """(selected_identity, chose_left, correct) as the metrics read them; null and NaN alike."""
+
+    def null(value: Any) -> bool:
+        return value is None or (isinstance(value, float) and value != value) or type(value).__name__ == "NAType"
+
+    def flag(value: Any) -> bool | None:
+        return None if null(value) else bool(value)
+
+    who = row.get("selected_identity")
+    who = "" if null(who) else str(who)
+    return who, flag(row.get("chose_left")), flag(row.get("correct"))
 
 
 def _mismatch(m: dict[str, Any]) -> Mismatch:
@@ -319,6 +421,13 @@ def verification_status(entry_path: Path, entry: dict, keys: signing.Keys | None
         return Status(None, False, f"the verification record is unreadable ({e.reason})")  # verifies nothing
     except OSError as e:
         return Status(None, False, f"the verification record cannot be read ({type(e).__name__})")
+    if data.subset_seed is None or data.endpoint is None:
+        return Status(
+            None,
+            False,
+            "the record predates verification the submitter cannot steer (its subset followed the entry's digest "
+            "and it names no endpoint): verify again",
+        )
     if keys is None:
         keys = signing.load_keys(Path(entry_path).resolve().parent.parent)
     problem = signing.check(data, keys)
@@ -328,6 +437,8 @@ def verification_status(entry_path: Path, entry: dict, keys: signing.Keys | None
         return Status(None, False, "the verification was made for another entry, or before this one was edited")
     if (data.model_id, data.model_revision) != (str(entry["model"]["id"]), str(entry["model"]["revision"])):
         return Status(None, False, "the verification re-asked another model or revision than the entry names")
+    if data.endpoint != LOCAL and data.endpoint not in PROVIDER_ENDPOINTS:
+        return Status(None, False, f"re-asked at an endpoint the board does not trust ({data.endpoint!r})")
     if not data.passed:
         return Status(data, False, f"the verification failed: {data.reason}")
     return Status(data, True, None)
@@ -342,7 +453,7 @@ def load_verification(entry_path: Path, entry: dict, keys: signing.Keys | None =
 def main(args: argparse.Namespace) -> int:
     key = signing.load_private_key(args.key) if args.key else None  # a bad key fails before any re-asking
     try:
-        result = verify(args.entry, args.model, args.limit, args.batch_size)
+        result = verify(args.entry, args.model, args.limit, args.batch_size, official=official_from(args))
     except EntryError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -23,6 +23,7 @@ from typing import Any
 from vignette_bench.eval.adapters.base import ChoiceResult
 from vignette_bench.formats.run_record import OPTION_STYLES, PARADIGMS, Variants
 from vignette_bench.formats.vocabulary import CONFIGS as CONFIGS  # the pair configs (one copy)
+from vignette_bench.redaction import redact_reply
 from vignette_bench.taxonomy import Taxonomy
 
 N_DISTRACTORS = 3
@@ -229,8 +230,8 @@ class Question:
             "candidates": list(self.candidates),
             "probabilities": probabilities,
             "valid": valid,
-            "raw": result.raw,
-            "error": error or "",
+            "raw": redact_reply(result.raw) if result.raw else result.raw,  # a server may echo credentials back
+            "error": redact_reply(error) if error else "",
             "direction": self.direction,
             "trait_dimension": self.trait_dimension,
             "chose_left": None if not side else side == "left",
