@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from vignette_bench import atomic
 from vignette_bench.eval.leaderboard.entry import EntryError, create, write_new_entry
 from vignette_bench.eval.runtime.folder import RunFolder
 
@@ -38,15 +39,15 @@ def create_in_board(run: str | Path, *, by: str, entries: Path, location: str | 
                 f"{target} already holds other responses; an entry's responses are never replaced (remove that "
                 "file deliberately, or write to another --out)",
             )
-    else:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        copied = True
     try:
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            copied = True
+            atomic.write_bytes(target, data)  # a full disk leaves no truncated copy that would block the rerun
         return write_new_entry(entry, path)
-    except EntryError:
+    except (EntryError, OSError):
         if copied:  # leave the board as it was
-            target.unlink()
-            if not any(target.parent.iterdir()):
+            target.unlink(missing_ok=True)
+            if target.parent.is_dir() and not any(target.parent.iterdir()):
                 target.parent.rmdir()
         raise
