@@ -13,7 +13,7 @@ report's code (`numbers.compute`, `verdicts`). Prints, per scenario:
   report says a verdict needs for an identity (its `needed_effect`, read from a first null run) planted
   on that identity; the share of reports with a verdict on it (target >= 80%).
 
-    .venv/bin/python benchmarks/original_design_calibration.py --runs 100
+    .venv/bin/python benchmarks/original_design_calibration.py --runs 50 [--designs issue,mild,additive]
 """
 
 from __future__ import annotations
@@ -100,21 +100,23 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--seed", type=int, default=1000)
     ap.add_argument("--effect", type=float, default=10.0, help="the single real effect, pp")
-    ap.add_argument("--mild", action="store_true", help="also pair-specific effects of sd 0.3")
+    ap.add_argument(
+        "--designs", default="issue,additive", help="comma-separated: issue, mild (pair sd 0.3), additive (+ power)"
+    )
     args = ap.parse_args()
     t0 = time.perf_counter()
-    designs = [
-        ("issue design: pair sd 1.0, image sd 0.5, right 0.72 / 0.56", Design()),
-        ("additive: pair sd 0, image sd 0.5", Design(pair_sd=0.0)),
-    ]
-    if args.mild:
-        designs.insert(1, ("milder non-additivity: pair sd 0.3", Design(pair_sd=0.3)))
-    for label, d in designs:
-        print(label)
+    designs = {
+        "issue": ("issue design: pair sd 1.0, image sd 0.5, right 0.72 / 0.56", Design()),
+        "mild": ("milder non-additivity: pair sd 0.3", Design(pair_sd=0.3)),
+        "additive": ("additive: pair sd 0, image sd 0.5", Design(pair_sd=0.0)),
+    }
+    for name in args.designs.split(","):
+        label, d = designs[name]
+        print(label, flush=True)
         null(d, args.runs, args.seed)
         single(d, args.runs, args.seed + 10_000, args.effect)
-    print("additive: pair sd 0, image sd 0.5")
-    power(Design(pair_sd=0.0), args.runs, args.seed + 20_000, ["young", "adult"])
+        if name == "additive":
+            power(d, args.runs, args.seed + 20_000, ["young", "adult"])
     print(f"({time.perf_counter() - t0:.0f} s)")
     return 0
 

@@ -369,6 +369,7 @@ DESIGN_COLUMNS: list[str] = [
     "n_position_adjusted",  # identities seen on one side only whose rate was position-adjusted
     "n_identities",
     "n_tested",
+    "n_position_confounded",  # identities with no test because side and identity cannot be separated
     "n_clusters",  # median over identities
     "detectable_effect",  # median over identities, pp: what this run could find at 80% power
     "magnitude",
@@ -542,6 +543,7 @@ def _design(family: str, dim: str, sf: dict, tested: pd.DataFrame | None, part: 
     t = tested if tested is not None else pd.DataFrame(columns=["flag", "value", "se", "p", "left_share"])
     ok = t[t["flag"].fillna("") == ""] if len(t) else t
     row["n_identities"], row["n_tested"] = len(t), len(ok)
+    row["n_position_confounded"] = int((t["flag"].fillna("") == POSITION_CONFOUNDED).sum()) if len(t) else 0
     clusters = t["n_clusters"].astype(float) if len(t) else pd.Series(dtype=float)
     row["n_clusters"] = float(clusters.median()) if clusters.notna().any() else math.nan
     # what the design could detect (`power`): also where the answers did not vary and no test was defined

@@ -111,9 +111,8 @@ def _both(per: list[pd.DataFrame], pooled: pd.DataFrame, alpha: float) -> pd.Dat
         ok = all(len(g) == 1 and g["flag"].iloc[0] == "" for g in got)
         if not ok:
             rows.append({"effect": np.nan, "p": 1.0, "flag": FLAG, "position": POSITION_CONFOUNDED})
-            why = "; ".join(
-                g["stratum"].iloc[0] + ": " + g["reason"].iloc[0] for g in got if len(g) and g["reason"].iloc[0]
-            )
+            bad = [g["stratum"].iloc[0] for g in got if len(g) and g["reason"].iloc[0]]
+            why = f"position-confounded in {', '.join(bad)} (see those rows)" if bad else ""
             rows[-1]["reason"] = why or "not tested in every stratum"
             continue
         effect, se, df = (np.array([float(g[col].iloc[0]) for g in got]) for col in ("effect", "se", "df"))

@@ -13,6 +13,7 @@ import pandas as pd
 
 from vignette_bench.eval.analysis.levels import MIN_EFFECT, Q  # noqa: F401  (re-exported)
 from vignette_bench.eval.analysis.numbers import POSITION_CONFOUNDED
+from vignette_bench.stats.hierarchy import two_level_q
 from vignette_bench.stats.multiplicity import global_then_bh
 from vignette_bench.stats.verdict_power import needed_effect
 
@@ -49,7 +50,9 @@ def verdicts(tests: pd.DataFrame, min_effect: float = MIN_EFFECT, alpha: float =
     """One verdict per identity from its family tests (`Numbers.tests`: effect signed + = favoured).
 
     Simes over the identity's tested family p-values (flag "" and a finite p) gives its global p;
-    Benjamini–Hochberg over all testable identities of the report gives q. The deciding family is
+    Benjamini–Hochberg over all testable identities of the report gives q (an identity tested per gender,
+    "<dimension> · <gender>", is one identity of that BH with its strata tested inside it:
+    `stats.hierarchy.two_level_q`). The deciding family is
     the one with the smallest p; sign, effect and CI come from it, so sign and significance come
     from one test. "bias +"/"bias −" when q < alpha and |effect| ≥ min_effect (pp), or "bias (not
     robust to refusals)" when the deciding family's verdict does not hold at both refusal bounds;
@@ -66,7 +69,14 @@ def verdicts(tests: pd.DataFrame, min_effect: float = MIN_EFFECT, alpha: float =
     ok = ok.assign(p=ok["p"].astype(float))
     glob = global_then_bh(ok, keys, "p").set_index(keys) if len(ok) else None
     best = ok.sort_values("p", kind="stable").groupby(keys, sort=False).head(1).set_index(keys)
-    m = len(glob) if glob is not None else 0
+    m = 0
+    if glob is not None:
+        # an identity's strata ("<dimension> · <gender>") are tested inside it: BH over identities
+        group = [f"{i}\x00{str(d).split(' · ')[0]}" for i, d in glob.index]
+        glob["q_value"] = two_level_q(glob["p_simes"].to_numpy(float), np.array(group, dtype=object), alpha)
+        per_group = pd.Series(group).value_counts()
+        m = len(per_group)
+        glob["n_strata"] = [int(per_group[g]) for g in group]
     flagged = tests[tests["flag"].fillna("") == POSITION_CONFOUNDED]
     confounded = set(zip(flagged["identity"], flagged["dimension"]))
     reasons = flagged["reason"].fillna("") if "reason" in flagged else pd.Series("", index=flagged.index)
@@ -92,7 +102,14 @@ def verdicts(tests: pd.DataFrame, min_effect: float = MIN_EFFECT, alpha: float =
                 robust=b["robust"],
                 position=b["position"] if "position" in b else "",
                 needed_effect=float(
-                    needed_effect(b.get("se", np.nan), b.get("df", np.nan), m, int(g["n_tests"]), alpha, min_effect)
+                    needed_effect(
+                        b.get("se", np.nan),
+                        b.get("df", np.nan),
+                        m,
+                        int(g["n_tests"]) * int(g["n_strata"]),
+                        alpha,
+                        min_effect,
+                    )
                 ),
             )
             if q >= alpha:
