@@ -70,6 +70,11 @@ def test_fixed_order_is_per_stratum():
     both = pd.DataFrame({"left": ["a", "b"], "right": ["b", "a"], "stratum": ["f", "m"]})
     assert strata.fixed_order(both)  # each gender saw the pair in one order: genders must not mirror each other
     assert not strata.fixed_order(both.assign(stratum="f"))
+    # an order drawn per pair image: a few pairs happen to be seen in one order only; not a fixed-order design
+    mixed = pd.DataFrame({"left": ["a", "b", "a", "c", "b", "c"], "right": ["b", "a", "c", "a", "c", "b"]})
+    mixed = pd.concat([mixed, pd.DataFrame({"left": ["a"], "right": ["d"]})]).assign(stratum="f")
+    assert strata.one_order_share(mixed["left"].to_numpy(), mixed["right"].to_numpy()) == 0.25
+    assert not strata.fixed_order(mixed)
 
 
 def test_combine_is_the_equal_weight_mean_with_its_variance():
