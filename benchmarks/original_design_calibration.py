@@ -84,7 +84,7 @@ def power(design: Design, runs: int, seed0: int, who: list[str]) -> None:
         if not np.isfinite(need):
             print(f"  power {name}: the report states no needed effect (not tested)")
             continue
-        d = replace(design, effects={name: logit_effect(need, sides)})
+        d = replace(design, effects={name: logit_effect(need, sides, design.image_sd)})
         hit = 0
         for r in range(runs):
             _, vv = report(d, seed0 + r)
@@ -100,6 +100,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--seed", type=int, default=1000)
     ap.add_argument("--effect", type=float, default=10.0, help="the single real effect, pp")
+    ap.add_argument("--power", default="young,adult", help="identities whose stated needed effect is planted")
+    ap.add_argument("--power-only", action="store_true", help="only the additive design's power runs")
     ap.add_argument(
         "--designs", default="issue,additive", help="comma-separated: issue, mild (pair sd 0.3), additive (+ power)"
     )
@@ -113,10 +115,11 @@ def main() -> int:
     for name in args.designs.split(","):
         label, d = designs[name]
         print(label, flush=True)
-        null(d, args.runs, args.seed)
-        single(d, args.runs, args.seed + 10_000, args.effect)
+        if not args.power_only:
+            null(d, args.runs, args.seed)
+            single(d, args.runs, args.seed + 10_000, args.effect)
         if name == "additive":
-            power(d, args.runs, args.seed + 20_000, ["young", "adult"])
+            power(d, args.runs, args.seed + 20_000, args.power.split(","))
     print(f"({time.perf_counter() - t0:.0f} s)")
     return 0
 

@@ -129,13 +129,32 @@ def report(design: Design, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     return n.selection, verdicts(n.tests())
 
 
-def logit_effect(pp: float, sides: tuple[float, ...] = (0.0,)) -> float:
-    """The logit effect b whose partner- and side-balanced rate, averaged over strata with side terms
-    `sides`, is 50% + pp (against partners of effect 0)."""
-    s = np.asarray(sides, float)
+def logit_effect(pp: float, sides: tuple[float, ...] = (0.0,), image_sd: float = 0.0) -> float:
+    """The logit effect b whose partner- and side-balanced rate, averaged over strata with (answer-level,
+    i.e. marginal) side terms `sides`, is 50% + pp against partners of effect 0, on the scale the report
+    estimates: the answers' marginal rates, averaged over per-image effects of sd `image_sd` (which shrink a
+    planted logit effect)."""
+    s = np.asarray(sides, float)[:, None]
+    nodes, weights = np.polynomial.hermite_e.hermegauss(31)
+    v, w = image_sd * nodes[None, :], weights / weights.sum()
+    # the side terms are marginal (fitted to answers), the planted b acts inside the image effect: the side's
+    # conditional value is the one whose marginal rate matches
+    cond = np.array([[_conditional(float(x), image_sd)] for x in s[:, 0]])
     lo, hi = -10.0, 10.0
     for _ in range(80):
         mid = (lo + hi) / 2
-        rate = float(np.mean((expit(s + mid) + expit(-s + mid)) / 2))
+        rate = float(np.mean(((expit(cond + mid + v) + expit(-cond + mid + v)) / 2) @ w))
         lo, hi = (mid, hi) if 100 * (rate - 0.5) < pp else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _conditional(marginal: float, image_sd: float) -> float:
+    """The conditional logit whose rate averaged over image effects of sd `image_sd` is logistic(marginal)."""
+    nodes, weights = np.polynomial.hermite_e.hermegauss(31)
+    w = weights / weights.sum()
+    target = float(expit(marginal))
+    lo, hi = -20.0, 20.0
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if float(expit(mid + image_sd * nodes) @ w) < target else (lo, mid)
     return (lo + hi) / 2

@@ -317,7 +317,9 @@ class Numbers:
             return pd.DataFrame(columns=TEST_COLUMNS)
         out = pd.concat(parts, ignore_index=True)
         modes = {(r.family, r.dimension): r.answer_mode for r in self.design.itertuples(index=False)}
-        out["answer_mode"] = [modes.get(k, "choice") for k in zip(out["family"], out["dimension"])]
+        # a stratified dimension's rows ("<dimension> · <gender>") share its answer mode
+        base = out["dimension"].astype(str).str.split(" · ").str[0]
+        out["answer_mode"] = [modes.get(k, "choice") for k in zip(out["family"], base)]
         return out
 
     def advantage(self) -> tuple[pd.DataFrame, pd.DataFrame]:
