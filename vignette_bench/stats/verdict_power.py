@@ -26,7 +26,13 @@ POWER = 0.8
 
 
 def needed_effect(
-    se: np.ndarray | float, df: np.ndarray | float, m: int, k: np.ndarray | int, alpha: float, min_effect: float, power: float = POWER
+    se: np.ndarray | float,
+    df: np.ndarray | float,
+    m: int,
+    k: np.ndarray | int,
+    alpha: float,
+    min_effect: float,
+    power: float = POWER,
 ) -> np.ndarray:
     """Per test (se in the effect's units, its t df or NaN, its identity's k tested families), the true effect
     a verdict finds with probability `power` among `m` testable identities; NaN where se is not finite."""
