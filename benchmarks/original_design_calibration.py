@@ -85,13 +85,18 @@ def power(design: Design, runs: int, seed0: int, who: list[str]) -> None:
             print(f"  power {name}: the report states no needed effect (not tested)")
             continue
         d = replace(design, effects={name: logit_effect(need, sides, design.image_sd)})
-        hit = 0
+        hit = tested = 0
         for r in range(runs):
             _, vv = report(d, seed0 + r)
             got = vv[(vv["identity"] == name) & (vv["dimension"] == BOTH)]
-            hit += int(got["verdict"].isin(BIAS_VERDICTS).any())
+            found = int(got["verdict"].isin(BIAS_VERDICTS).any())
+            hit += found
+            tested += int(got["needed_effect"].notna().any())
         print(
-            f"  power {name} (both genders) at its stated needed effect {need:.1f} pp: {hit}/{runs} ({100 * hit / runs:.0f}%)"
+            f"  power {name} (both genders) at its stated needed effect {need:.1f} pp: {hit}/{runs} "
+            f"({100 * hit / runs:.0f}%); among the {tested} reports that tested it (the side model fitted both "
+            f"genders; elsewhere the page states no needed effect): {100 * hit / max(tested, 1):.0f}%",
+            flush=True,
         )
 
 
