@@ -86,16 +86,26 @@ def power(design: Design, runs: int, seed0: int, who: list[str]) -> None:
             continue
         d = replace(design, effects={name: logit_effect(need, sides, design.image_sd)})
         hit = tested = 0
+        est, se = [], []
         for r in range(runs):
-            _, vv = report(d, seed0 + r)
+            ss, vv = report(d, seed0 + r)
             got = vv[(vv["identity"] == name) & (vv["dimension"] == BOTH)]
             found = int(got["verdict"].isin(BIAS_VERDICTS).any())
             hit += found
             tested += int(got["needed_effect"].notna().any())
+            row = ss[(ss["identity"] == name) & (ss["dimension"] == BOTH)]
+            est.append(abs(float(row["effect"].iloc[0])))
+            se.append(float(row["se"].iloc[0]))
         print(
             f"  power {name} (both genders) at its stated needed effect {need:.1f} pp: {hit}/{runs} "
             f"({100 * hit / runs:.0f}%); among the {tested} reports that tested it (the side model fitted both "
             f"genders; elsewhere the page states no needed effect): {100 * hit / max(tested, 1):.0f}%",
+            flush=True,
+        )
+        e = np.array(est)
+        print(
+            f"    its estimate where tested: mean |effect| {np.nanmean(e):.2f} pp (sd {np.nanstd(e):.2f}) against "
+            f"{need:.2f} planted; mean reported se {np.nanmean(se):.2f} pp",
             flush=True,
         )
 
