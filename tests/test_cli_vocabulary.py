@@ -258,3 +258,12 @@ def test_other_exceptions_keep_their_traceback(monkeypatch):
     monkeypatch.setitem(cli.COMMANDS, "buggy", cli.Command(module.__name__, "a bug"))
     with pytest.raises(ZeroDivisionError):
         cli.main(["buggy"])
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_every_option_and_positional_has_help(name, monkeypatch, capsys):
+    code, _, parsers = help_of(name, monkeypatch, capsys)
+    assert code == 0
+    actions = [a for p in parsers for a in p._actions]
+    bare = [(a.option_strings or [a.metavar or a.dest])[0] for a in actions if not (a.help or "").strip()]
+    assert not bare, f"vignette {name}: {bare} have no help text (add help=...)"

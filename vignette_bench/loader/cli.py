@@ -44,7 +44,12 @@ def show_add_arguments(parser: argparse.ArgumentParser) -> None:
     opt.out(parser, required=True, help="output image path (format from the suffix)")
     opt.source(parser, default=DEFAULT_SOURCE, help=f"the source (default {DEFAULT_SOURCE})")
     opt.size(parser, default=DEFAULT_SIZE, help=f"pair size (default {DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]})")
-    parser.add_argument("--seam", type=int, default=DEFAULT_SEAM)
+    parser.add_argument(
+        "--seam",
+        type=int,
+        default=DEFAULT_SEAM,
+        help=f"pixels of cross-fade between the halves (default {DEFAULT_SEAM})",
+    )
 
 
 def show_main(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ from vignette_bench.formats.vocabulary import CONFIGS, ORDERS, PARADIGMS
 
 def run_add_arguments(p: argparse.ArgumentParser) -> None:
     opt.source(p, required=True, help="Hub dataset repo id, local folder or base URL of the renders")
-    p.add_argument("--config", required=True, choices=CONFIGS)
+    p.add_argument("--config", required=True, choices=CONFIGS, help="the pair config to ask about")
     opt.model(
         p,
         required=True,
@@ -53,7 +53,7 @@ def run_add_arguments(p: argparse.ArgumentParser) -> None:
         default=["paraphrase=0", "option_style=identity", "modality=image"],
         help="'all', or paraphrase=0,1,2 option_style=identity,position modality=image,text",
     )
-    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--batch-size", type=int, default=16, help="questions per model call (default 16)")
     opt.size(p, default=(672, 336), help="composed pair image WIDTHxHEIGHT (default: the paper's 672x336)")
     opt.seed(p, help="seed of option order, distractors and the sample")
     p.add_argument("--shard", help="i/N: this process takes the i-th of N shares (default RANK/WORLD_SIZE)")
@@ -84,7 +84,7 @@ def run_add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="--max-invalid is checked once the session has N answers (default 50)",
     )
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
 def merge_add_arguments(parser: argparse.ArgumentParser) -> None:
