@@ -10,6 +10,8 @@ adding it here, which is the moment to ask whether the vocabulary already has a 
 from __future__ import annotations
 
 import argparse
+import re
+import shlex
 import sys
 import types
 from collections.abc import Iterator
@@ -267,3 +269,57 @@ def test_every_option_and_positional_has_help(name, monkeypatch, capsys):
     actions = [a for p in parsers for a in p._actions]
     bare = [(a.option_strings or [a.metavar or a.dest])[0] for a in actions if not (a.help or "").strip()]
     assert not bare, f"vignette {name}: {bare} have no help text (add help=...)"
+
+
+def examples(text: str) -> list[str]:
+    """The `vignette ...` command lines a help text shows: backticked spans and lines starting with `vignette `.
+
+    A synopsis is read as its first instance: ``[--x Y]`` keeps ``--x Y``, ``[...]``/``...`` go, ``a|b`` and
+    ``{a,b}`` take ``a``, and prose after ``": "`` is cut."""
+    spans = re.findall(r"`+(vignette [^`]+)`+", text)
+    spans += [line.strip() for line in text.splitlines() if line.strip().startswith("vignette ")]
+    out = []
+    for span in spans:
+        line = span.split(": ", 1)[0].rstrip(":")
+        line = re.sub(r"\[\.\.\.\]|\.\.\.", " ", line).replace("[", " ").replace("]", " ")
+        line = re.sub(r"\{([^,}]+)[^}]*\}", r"\1", line)
+        out.append(" ".join(token.split("|")[0] for token in shlex.split(line)))
+    return out
+
+
+def split_command(line: str) -> tuple[str, list[str]]:
+    words = line.split()[1:]
+    for n in (2, 1):
+        if " ".join(words[:n]) in ALL:
+            return " ".join(words[:n]), words[n:]
+    raise AssertionError(f"{line!r} names no vignette command")
+
+
+def parser_of(name: str, monkeypatch, capsys) -> argparse.ArgumentParser:
+    """The parser `vignette NAME` builds (the one that parsed `--help`, with the options of every command)."""
+    with monkeypatch.context() as patched:
+        code, _, parsers = help_of(name, patched, capsys)
+    assert code == 0 and parsers
+    return parsers[-1]
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_every_example_in_a_help_text_parses(name, monkeypatch, capsys):
+    code, out, _ = help_of(name, monkeypatch, capsys)
+    assert code == 0
+    for line in examples(out):
+        command, args = split_command(line)
+        if not args:  # a mention of a command (`vignette annotate score` writes ...), not an example
+            continue
+        parser = parser_of(command, monkeypatch, capsys)
+        try:
+            parser.parse_args(args)
+        except SystemExit:
+            raise AssertionError(
+                f"`vignette {name} --help` shows {line!r}, which does not parse:\n" + capsys.readouterr().err
+            ) from None
+
+
+def test_the_examples_are_read_as_their_first_instance():
+    text = "see `vignette run --source S` and\n  vignette upload {dataset,metrics} --repo ID [--dry-run] [...]: prose\n"
+    assert examples(text) == ["vignette run --source S", "vignette upload dataset --repo ID --dry-run"]

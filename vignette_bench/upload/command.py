@@ -1,4 +1,5 @@
-"""vignette upload {dataset,metrics,results} --repo ID [--dry-run]   |   vignette upload card --source DIR
+"""vignette upload {dataset,metrics,results} --repo ID [--dry-run]
+vignette upload card --source DIR
 
 dataset and card read --source SOURCE; results reads --entries DIR (default leaderboard/entries).
 

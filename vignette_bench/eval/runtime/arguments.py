@@ -7,7 +7,15 @@ from __future__ import annotations
 import argparse
 
 from vignette_bench import cli_options as opt
-from vignette_bench.formats.vocabulary import CONFIGS, ORDERS, PARADIGMS
+from vignette_bench.formats.vocabulary import CONFIGS, FILTER_KEYS, ORDERS, PARADIGMS
+
+
+def filter_item(text: str) -> str:
+    """``KEY=VALUE`` with a known KEY, checked before the job starts; an argparse type."""
+    key, sep, _ = text.partition("=")
+    if not sep or key.strip() not in FILTER_KEYS:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE with KEY one of {', '.join(FILTER_KEYS)}, got {text!r}")
+    return text
 
 
 def run_add_arguments(p: argparse.ArgumentParser) -> None:
@@ -44,7 +52,13 @@ def run_add_arguments(p: argparse.ArgumentParser) -> None:
         "a resumed run keeps its own",
     )
     p.add_argument(
-        "--filter", action="append", default=[], metavar="KEY=VALUE", help="e.g. dimension=religion, gender=female"
+        "--filter",
+        action="append",
+        default=[],
+        type=filter_item,
+        metavar="KEY=VALUE",
+        help=f"keep the pairs matching KEY=VALUE (lists comma-separated), repeatable; KEY is one of "
+        f"{', '.join(FILTER_KEYS)}; e.g. --filter dimensions=religion --filter gender=female",
     )
     p.add_argument("--paradigms", default=",".join(PARADIGMS), help=f"comma-separated subset of {','.join(PARADIGMS)}")
     p.add_argument(
