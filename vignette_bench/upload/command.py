@@ -129,5 +129,5 @@ def main(args: argparse.Namespace) -> int:
         return 2
     except Exception as e:  # Hub errors: the type and message only (they never carry the token)
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
+        return 2
     return 0
