@@ -323,3 +323,34 @@ def test_every_example_in_a_help_text_parses(name, monkeypatch, capsys):
 def test_the_examples_are_read_as_their_first_instance():
     text = "see `vignette run --source S` and\n  vignette upload {dataset,metrics} --repo ID [--dry-run] [...]: prose\n"
     assert examples(text) == ["vignette run --source S", "vignette upload dataset --repo ID --dry-run"]
+
+
+def test_every_renamed_spelling_names_a_command_that_takes_the_new_one(monkeypatch, capsys):
+    for name, renamed in cli_options.RENAMED.items():
+        assert name in ALL, f"RENAMED names {name!r}, no command"
+        taken = long_flags([parser_of(name, monkeypatch, capsys)])
+        for old, new in renamed.items():
+            assert old not in taken and new in taken, f"vignette {name}: {old} -> {new}"
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_an_old_spelling_gets_a_hint_naming_the_new_one(name, monkeypatch, capsys):
+    parser = parser_of(name, monkeypatch, capsys)
+    taken = set(parser._option_string_actions)
+    taken |= {f"{a.metavar} (positional)" for a in parser._actions if not a.option_strings}
+    table = {**cli_options.REFUSED, **cli_options.RENAMED.get(name, {})}
+    hinted = {old: new for old, new in table.items() if old not in taken and new in taken}
+    assert hinted or not {*table.values()} & taken, f"vignette {name}: no old spelling to try"
+    for old, new in hinted.items():
+        for typed in ([old, "1"], [f"{old}=1"]):
+            assert cli.main([*name.split(), *typed]) == 2
+            err = capsys.readouterr().err
+            assert err.endswith(f"vignette {name}: error: {old} is now {new}\n"), err
+            assert "unrecognized arguments" not in err
+
+
+def test_the_old_image_size_flag_of_run(capsys):
+    assert cli.main(["run", "--source", "s", "--image-size", "672x336"]) == 2
+    assert capsys.readouterr().err.endswith("vignette run: error: --image-size is now --size\n")
+    assert cli.main(["build", "shard", "--out", "o", "--check", "t", "--size"]) == 2  # shard's own --check
+    assert "is now" not in capsys.readouterr().err
