@@ -64,7 +64,7 @@ OWN_FLAGS: dict[str, set[str]] = {
     },
     "build verify": {"--decode"},
     "build sample": {"--format", "--quality", "--identities", "--activities", "--renders-per-cell"},
-    "build photos": {"--labels", "--taxonomy", "--quality"},
+    "build photos": {"--rows", "--taxonomy", "--quality"},
     "build news": {"--images", "--rows", "--skip-bad", "--rows-per-shard", "--placeholder"},
     "build reduce": {"--quality"},
     "build specs": {"--configs", "--rows-per-file"},

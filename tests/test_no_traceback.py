@@ -24,7 +24,7 @@ CASES: dict[str, list[str]] = {
     "build shard": [M, "--out", OUT],
     "build verify": ["--source", M],
     "build sample": ["--out", BAD_OUT],
-    "build photos": ["--labels", M, "--out", OUT],
+    "build photos": ["--rows", M, "--out", OUT],
     "build news": ["--images", M, "--rows", M, "--out", OUT],
     "build reduce": ["--source", M],
     "build specs": ["--source", M],

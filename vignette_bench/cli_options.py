@@ -47,6 +47,7 @@ RENAMED: dict[str, dict[str, str]] = {
     "build reduce": {"--out": "--source", "--side": "--size"},
     "build specs": {"--out": "--source"},
     "build news": {"--sample": "--placeholder"},
+    "build photos": {"--labels": "--rows"},  # --label RUN=NAME is report's and compare's: one word, one idea
     "news demo": {"--items": "--limit"},
     "leaderboard export": {"--source-url": "--link"},
     "upload": {"--metrics-dir": "--metrics"},

@@ -149,7 +149,13 @@ def sample_add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def photos_add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--labels", type=Path, required=True, help="CSV or parquet: image, gender, identity, activity")
+    p.add_argument(
+        "--rows",
+        type=Path,
+        required=True,
+        metavar="TABLE",
+        help="the photos' labels, one photo per row (CSV or parquet): image, gender, identity, activity",
+    )
     opt.out(p, type=Path, required=True, help="source folder to write (its renders/ is replaced)")
     p.add_argument("--taxonomy", type=Path, default=None, help="your own taxonomy folder (default: the packaged one)")
     p.add_argument("--quality", type=int, default=90, help="JPEG quality in the shards (default 90)")
