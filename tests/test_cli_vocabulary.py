@@ -70,7 +70,7 @@ OWN_FLAGS: dict[str, set[str]] = {
     "build specs": {"--configs", "--rows-per-file"},
     "build protocol-sample": {"--configs", "--rows-per-shard"},
     "info": {"--json"},
-    "show": {"--index", "--seam"},
+    "show": {"--config", "--index", "--seam"},
     "run": {
         "--config",
         "--sample",
@@ -354,3 +354,14 @@ def test_the_old_image_size_flag_of_run(capsys):
     assert capsys.readouterr().err.endswith("vignette run: error: --image-size is now --size\n")
     assert cli.main(["build", "shard", "--out", "o", "--check", "t", "--size"]) == 2  # shard's own --check
     assert "is now" not in capsys.readouterr().err
+
+
+def test_show_names_the_config_flag_for_the_old_positional(monkeypatch, capsys):
+    monkeypatch.delenv("VIGNETTE_DEBUG", raising=False)
+    assert cli.main(["show", "portraits", "--index", "0", "--out", "x.png"]) == 2
+    assert (
+        capsys.readouterr().err
+        == "error: CONFIG (positional) is now --config: `vignette show --config portraits ...`\n"
+    )
+    assert cli.main(["show", "--index", "0", "--out", "x.png"]) == 2
+    assert "--config CONFIG" in capsys.readouterr().err

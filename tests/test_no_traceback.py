@@ -30,7 +30,7 @@ CASES: dict[str, list[str]] = {
     "build specs": ["--source", M],
     "build protocol-sample": ["--source", M],
     "info": ["--source", M],
-    "show": ["portraits", "--source", M, "--index", "0", "--out", OUT],
+    "show": ["--config", "portraits", "--source", M, "--index", "0", "--out", OUT],
     "run": ["--source", M, "--config", "portraits", "--model", "random", "--out", OUT, "--no-progress"],
     "merge": [M],
     "import": ["--format", "vignette-csv", "--source", M, "--out", OUT],
