@@ -6,7 +6,7 @@ the CLI); this module re-exports its public names so ``import vignette`` stays w
 Importing it registers the ``vignette://`` fsspec protocol. CLI::
 
     vignette info [--source S] [--json]
-    vignette show CONFIG --index N --out pair.png [--source S]
+    vignette show --config CONFIG --index N --out pair.png [--source S]
 
 Docs: docs/vignette.md.
 """

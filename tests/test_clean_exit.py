@@ -23,6 +23,7 @@ def test_cli_exit_codes_survive_interpreter_shutdown(tmp_path):
                 "-m",
                 "vignette_bench",
                 "show",
+                "--config",
                 "identity_contrast",
                 "--index",
                 "0",

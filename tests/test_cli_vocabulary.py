@@ -10,6 +10,8 @@ adding it here, which is the moment to ask whether the vocabulary already has a 
 from __future__ import annotations
 
 import argparse
+import re
+import shlex
 import sys
 import types
 from collections.abc import Iterator
@@ -62,13 +64,13 @@ OWN_FLAGS: dict[str, set[str]] = {
     },
     "build verify": {"--decode"},
     "build sample": {"--format", "--quality", "--identities", "--activities", "--renders-per-cell"},
-    "build photos": {"--labels", "--taxonomy", "--quality"},
+    "build photos": {"--rows", "--taxonomy", "--quality"},
     "build news": {"--images", "--rows", "--skip-bad", "--rows-per-shard", "--placeholder"},
     "build reduce": {"--quality"},
     "build specs": {"--configs", "--rows-per-file"},
     "build protocol-sample": {"--configs", "--rows-per-shard"},
     "info": {"--json"},
-    "show": {"--index", "--seam"},
+    "show": {"--config", "--index", "--seam"},
     "run": {
         "--config",
         "--sample",
@@ -258,3 +260,108 @@ def test_other_exceptions_keep_their_traceback(monkeypatch):
     monkeypatch.setitem(cli.COMMANDS, "buggy", cli.Command(module.__name__, "a bug"))
     with pytest.raises(ZeroDivisionError):
         cli.main(["buggy"])
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_every_option_and_positional_has_help(name, monkeypatch, capsys):
+    code, _, parsers = help_of(name, monkeypatch, capsys)
+    assert code == 0
+    actions = [a for p in parsers for a in p._actions]
+    bare = [(a.option_strings or [a.metavar or a.dest])[0] for a in actions if not (a.help or "").strip()]
+    assert not bare, f"vignette {name}: {bare} have no help text (add help=...)"
+
+
+def examples(text: str) -> list[str]:
+    """The `vignette ...` command lines a help text shows: backticked spans and lines starting with `vignette `.
+
+    A synopsis is read as its first instance: ``[--x Y]`` keeps ``--x Y``, ``[...]``/``...`` go, ``a|b`` and
+    ``{a,b}`` take ``a``, and prose after ``": "`` is cut."""
+    spans = re.findall(r"`+(vignette [^`]+)`+", text)
+    spans += [line.strip() for line in text.splitlines() if line.strip().startswith("vignette ")]
+    out = []
+    for span in spans:
+        line = span.split(": ", 1)[0].rstrip(":")
+        line = re.sub(r"\[\.\.\.\]|\.\.\.", " ", line).replace("[", " ").replace("]", " ")
+        line = re.sub(r"\{([^,}]+)[^}]*\}", r"\1", line)
+        out.append(" ".join(token.split("|")[0] for token in shlex.split(line)))
+    return out
+
+
+def split_command(line: str) -> tuple[str, list[str]]:
+    words = line.split()[1:]
+    for n in (2, 1):
+        if " ".join(words[:n]) in ALL:
+            return " ".join(words[:n]), words[n:]
+    raise AssertionError(f"{line!r} names no vignette command")
+
+
+def parser_of(name: str, monkeypatch, capsys) -> argparse.ArgumentParser:
+    """The parser `vignette NAME` builds (the one that parsed `--help`, with the options of every command)."""
+    with monkeypatch.context() as patched:
+        code, _, parsers = help_of(name, patched, capsys)
+    assert code == 0 and parsers
+    return parsers[-1]
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_every_example_in_a_help_text_parses(name, monkeypatch, capsys):
+    code, out, _ = help_of(name, monkeypatch, capsys)
+    assert code == 0
+    for line in examples(out):
+        command, args = split_command(line)
+        if not args:  # a mention of a command (`vignette annotate score` writes ...), not an example
+            continue
+        parser = parser_of(command, monkeypatch, capsys)
+        try:
+            parser.parse_args(args)
+        except SystemExit:
+            raise AssertionError(
+                f"`vignette {name} --help` shows {line!r}, which does not parse:\n" + capsys.readouterr().err
+            ) from None
+
+
+def test_the_examples_are_read_as_their_first_instance():
+    text = "see `vignette run --source S` and\n  vignette upload {dataset,metrics} --repo ID [--dry-run] [...]: prose\n"
+    assert examples(text) == ["vignette run --source S", "vignette upload dataset --repo ID --dry-run"]
+
+
+def test_every_renamed_spelling_names_a_command_that_takes_the_new_one(monkeypatch, capsys):
+    for name, renamed in cli_options.RENAMED.items():
+        assert name in ALL, f"RENAMED names {name!r}, no command"
+        taken = long_flags([parser_of(name, monkeypatch, capsys)])
+        for old, new in renamed.items():
+            assert old not in taken and new in taken, f"vignette {name}: {old} -> {new}"
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_an_old_spelling_gets_a_hint_naming_the_new_one(name, monkeypatch, capsys):
+    parser = parser_of(name, monkeypatch, capsys)
+    taken = set(parser._option_string_actions)
+    taken |= {f"{a.metavar} (positional)" for a in parser._actions if not a.option_strings}
+    table = {**cli_options.REFUSED, **cli_options.RENAMED.get(name, {})}
+    hinted = {old: new for old, new in table.items() if old not in taken and new in taken}
+    assert hinted or not {*table.values()} & taken, f"vignette {name}: no old spelling to try"
+    for old, new in hinted.items():
+        for typed in ([old, "1"], [f"{old}=1"]):
+            assert cli.main([*name.split(), *typed]) == 2
+            err = capsys.readouterr().err
+            assert err.endswith(f"vignette {name}: error: {old} is now {new}\n"), err
+            assert "unrecognized arguments" not in err
+
+
+def test_the_old_image_size_flag_of_run(capsys):
+    assert cli.main(["run", "--source", "s", "--image-size", "672x336"]) == 2
+    assert capsys.readouterr().err.endswith("vignette run: error: --image-size is now --size\n")
+    assert cli.main(["build", "shard", "--out", "o", "--check", "t", "--size"]) == 2  # shard's own --check
+    assert "is now" not in capsys.readouterr().err
+
+
+def test_show_names_the_config_flag_for_the_old_positional(monkeypatch, capsys):
+    monkeypatch.delenv("VIGNETTE_DEBUG", raising=False)
+    assert cli.main(["show", "portraits", "--index", "0", "--out", "x.png"]) == 2
+    assert (
+        capsys.readouterr().err
+        == "error: CONFIG (positional) is now --config: `vignette show --config portraits ...`\n"
+    )
+    assert cli.main(["show", "--index", "0", "--out", "x.png"]) == 2
+    assert "--config CONFIG" in capsys.readouterr().err

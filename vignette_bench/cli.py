@@ -294,7 +294,12 @@ def _run(entry: Command, words: list[str], args: list[str]) -> int:
         prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_arguments(parser)
+    from vignette_bench.cli_options import old_spelling
+
     try:
+        hint = old_spelling(" ".join(words[1:]), args, parser)
+        if hint is not None:
+            parser.error(hint)  # usage, then "PROG: error: --image-size is now --size"; exits 2
         parsed = parser.parse_args(args)
     except SystemExit as done:  # --help, or a usage error argparse has already printed
         return done.code if isinstance(done.code, int) else 2

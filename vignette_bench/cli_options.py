@@ -13,7 +13,8 @@ One idea, one flag:
 
 ``--sample`` is only the sampling plan of ``vignette run``; ``--items`` only the items.json of
 ``vignette annotate score``. `tests/test_cli_vocabulary.py` walks every command and refuses a flag
-that is neither shared here nor declared for its command, and every spelling in `REFUSED`.
+that is neither shared here nor declared for its command, and every spelling in `REFUSED`; `vignette`
+answers a spelling in `REFUSED` or `RENAMED` with ``error: OLD is now NEW`` (`old_spelling`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,35 @@ REFUSED = {
     "--run-dir": "RUN (positional)",
     "--spec": "--model",
 }
+
+# a command's own old spellings (docs/cli.md, "Renamed"), beyond REFUSED, which holds for every command
+RENAMED: dict[str, dict[str, str]] = {
+    "merge": {"--check": "--dry-run"},
+    "build reduce": {"--out": "--source", "--side": "--size"},
+    "build specs": {"--out": "--source"},
+    "build news": {"--sample": "--placeholder"},
+    "build photos": {"--labels": "--rows"},  # --label RUN=NAME is report's and compare's: one word, one idea
+    "news demo": {"--items": "--limit"},
+    "leaderboard export": {"--source-url": "--link"},
+    "upload": {"--metrics-dir": "--metrics"},
+}
+
+
+def old_spelling(command: str, args: list[str], parser: argparse.ArgumentParser) -> str | None:
+    """``"--image-size is now --size"`` for the first old spelling in `args` that `parser` does not take.
+
+    Checked before argparse parses, which would answer a bare "unrecognized arguments" (or, worse, read
+    ``--n`` as an abbreviation of a longer flag such as ``--news``)."""
+    taken = set(parser._option_string_actions)
+    taken |= {f"{a.metavar} (positional)" for a in parser._actions if not a.option_strings}
+    table = {**REFUSED, **RENAMED.get(command, {})}
+    for arg in args:
+        if arg == "--":
+            break
+        flag = arg.split("=", 1)[0]
+        if flag in table and flag not in taken and table[flag] in taken:  # a hint only to what this command takes
+            return f"{flag} is now {table[flag]}"
+    return None
 
 
 def parse_size(text: str) -> tuple[int, int]:

@@ -129,6 +129,6 @@ def test_bad_rows_are_named_and_nothing_is_written(real_photos: Path, tmp_path: 
 
 def test_cli_error_is_one_line_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "labels.csv").write_text("image,gender\nx.png,female\n")
-    assert cli(["build", "photos", "--labels", str(tmp_path / "labels.csv"), "--out", str(tmp_path / "src")]) == 2
+    assert cli(["build", "photos", "--rows", str(tmp_path / "labels.csv"), "--out", str(tmp_path / "src")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "missing column(s) ['identity', 'activity']" in err

@@ -241,15 +241,43 @@ def test_cli_info_and_show(source: Path, tmp_path: Path) -> None:
     space = vignette.PairSpace(vignette.load_taxonomy(), "identity_contrast")
     index = space.parse_pair_id("identity_contrast/female/religion/muslim+hindu/cooking/L0")
     out = _cli(
-        "show", "identity_contrast", "--index", str(index), "--out", str(tmp_path / "pair.png"), "--source", str(source)
+        "show",
+        "--config",
+        "identity_contrast",
+        "--index",
+        str(index),
+        "--out",
+        str(tmp_path / "pair.png"),
+        "--source",
+        str(source),
     )
     assert out.returncode == 0, out.stderr
     pair_id = out.stdout.split("\t")[0]  # the rule puts hindu left here: hindu+muslim/.../L1
     assert space.parse_pair_id(pair_id) == index and set(pair_id.split("/")[3].split("+")) == {"muslim", "hindu"}
     assert Image.open(tmp_path / "pair.png").size == (672, 336)
-    out = _cli("show", "identity_contrast", "--index", "0", "--out", str(tmp_path / "x.png"), "--source", str(source))
+    out = _cli(
+        "show",
+        "--config",
+        "identity_contrast",
+        "--index",
+        "0",
+        "--out",
+        str(tmp_path / "x.png"),
+        "--source",
+        str(source),
+    )
     assert out.returncode == 2 and "male-ability-wheelchair-grocery_shopping" in out.stderr and "missing" in out.stderr
-    out = _cli("show", "identity_contrsat", "--index", "0", "--out", str(tmp_path / "x.png"), "--source", str(source))
+    out = _cli(
+        "show",
+        "--config",
+        "identity_contrsat",
+        "--index",
+        "0",
+        "--out",
+        str(tmp_path / "x.png"),
+        "--source",
+        str(source),
+    )
     assert out.returncode == 2 and "Closest match: 'identity_contrast'" in out.stderr
 
 

@@ -226,7 +226,12 @@ def export(source: str, kind: str, out: Path, n: int, seed: int, config: str = "
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     opt.source(p, required=True, help="source folder or URL (renders/index.parquet + shards)")
-    p.add_argument("--kind", choices=("renders", "pairs"), default="renders")
+    p.add_argument(
+        "--kind",
+        choices=("renders", "pairs"),
+        default="renders",
+        help="annotate single renders or composed pairs (default renders)",
+    )
     p.add_argument("--config", default="identity_contrast", help="pair config for --kind pairs")
     opt.limit(p, default=1200, help="items to sample (default 1200, as in the paper)")
     opt.seed(p, help="seed of the sample (default 0)")

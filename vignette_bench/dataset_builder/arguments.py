@@ -47,21 +47,26 @@ def render_add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--revision", default=None, help="Hub revision (branch, tag or commit); recorded as the commit it resolves to"
     )
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--guidance", type=float, default=3.5)
+    p.add_argument("--steps", type=int, default=20, help="denoising steps per image (default 20)")
+    p.add_argument("--guidance", type=float, default=3.5, help="classifier-free guidance scale (default 3.5)")
     opt.size(p, default=(1024, 1024), help="WxH or N (default 1024)")
-    p.add_argument("--dtype", default="auto", choices=("auto", "bfloat16", "float16", "float32"))
+    p.add_argument(
+        "--dtype",
+        default="auto",
+        choices=("auto", "bfloat16", "float16", "float32"),
+        help="weights dtype (default auto: bfloat16 on a GPU, float32 on cpu)",
+    )
     p.add_argument("--device", default="auto", help="auto: cuda:$LOCAL_RANK if a GPU is there, else cpu")
-    p.add_argument("--batch-size", type=int, default=1)
+    p.add_argument("--batch-size", type=int, default=1, help="prompts per pipeline call (default 1)")
     p.add_argument(
         "--max-sequence-length", type=int, default=None, help="text encoder length, if the pipeline takes one"
     )
     p.add_argument("--shard", default=None, help="i/N: take part i of N (job arrays); composes with RANK/WORLD_SIZE")
     p.add_argument("--genders", default=None, help="comma-separated subset (default all)")
-    p.add_argument("--dimensions", default=None)
-    p.add_argument("--identities", default=None)
-    p.add_argument("--activities", default=None)
-    p.add_argument("--no-portraits", action="store_true")
+    p.add_argument("--dimensions", default=None, help="comma-separated subset of dimensions (default all)")
+    p.add_argument("--identities", default=None, help="comma-separated subset of identities (default all)")
+    p.add_argument("--activities", default=None, help="comma-separated subset of activities (default all)")
+    p.add_argument("--no-portraits", action="store_true", help="skip the portraits (no activity)")
     p.add_argument(
         "--renders-per-cell",
         type=opt.positive_int,
@@ -76,8 +81,19 @@ def check_add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--table", type=Path, default=None, help="results table, .parquet or .csv (default RENDERS/check.parquet)"
     )
-    p.add_argument("--min-std", type=float, default=CheckSettings.min_std)
-    p.add_argument("--max-hash-distance", type=int, default=CheckSettings.max_hash_distance)
+    p.add_argument(
+        "--min-std",
+        type=float,
+        default=CheckSettings.min_std,
+        help="a render whose grey-level std is below this is blank (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-hash-distance",
+        type=int,
+        default=CheckSettings.max_hash_distance,
+        help="two renders whose perceptual hashes differ in at most this many bits are near-duplicates "
+        "(default %(default)s)",
+    )
     p.add_argument("--no-face", action="store_true", help="skip the face check")
     opt.size(p, default=None, help="expected WxH (default: each record's size)")
     p.add_argument("--workers", type=int, default=1, help="processes for the per-image checks (default 1)")
@@ -121,8 +137,10 @@ def verify_add_arguments(p: argparse.ArgumentParser) -> None:
 def sample_add_arguments(p: argparse.ArgumentParser) -> None:
     opt.out(p, type=Path, required=True, help="folder to create (its renders/ is replaced)")
     opt.size(p, default=(256, 256), help="render size, square: N or NxN pixels (default 256)")
-    p.add_argument("--format", choices=("jpeg", "webp"), default="jpeg")
-    p.add_argument("--quality", type=int, default=90)
+    p.add_argument(
+        "--format", choices=("jpeg", "webp"), default="jpeg", help="image format in the shards (default jpeg)"
+    )
+    p.add_argument("--quality", type=int, default=90, help="encoder quality, recorded in the index (default 90)")
     p.add_argument("--identities", default=",".join(SAMPLE_IDENTITIES), help="comma-separated identity names")
     p.add_argument("--activities", default=",".join(SAMPLE_ACTIVITIES), help="comma-separated activity names")
     p.add_argument(
@@ -131,7 +149,13 @@ def sample_add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def photos_add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--labels", type=Path, required=True, help="CSV or parquet: image, gender, identity, activity")
+    p.add_argument(
+        "--rows",
+        type=Path,
+        required=True,
+        metavar="TABLE",
+        help="the photos' labels, one photo per row (CSV or parquet): image, gender, identity, activity",
+    )
     opt.out(p, type=Path, required=True, help="source folder to write (its renders/ is replaced)")
     p.add_argument("--taxonomy", type=Path, default=None, help="your own taxonomy folder (default: the packaged one)")
     p.add_argument("--quality", type=int, default=90, help="JPEG quality in the shards (default 90)")
@@ -144,13 +168,17 @@ def reduce_add_arguments(p: argparse.ArgumentParser) -> None:
         default=(DEFAULT_SIDE, DEFAULT_SIDE),
         help=f"the tile WxH each copy must cover: its shorter side is max(W, H) (default {DEFAULT_SIDE}: the default pair's tile, taken at scale 1)",
     )
-    p.add_argument("--quality", type=int, default=DEFAULT_QUALITY)
+    p.add_argument(
+        "--quality", type=int, default=DEFAULT_QUALITY, help=f"JPEG quality of the copies (default {DEFAULT_QUALITY})"
+    )
 
 
 def specs_add_arguments(p: argparse.ArgumentParser) -> None:
     opt.source(p, type=Path, required=True, help="source folder (with renders/index.parquet and taxonomy/)")
     p.add_argument("--configs", default=None, help="comma-separated pair configs (default: all four)")
-    p.add_argument("--rows-per-file", type=int, default=ROWS_PER_FILE)
+    p.add_argument(
+        "--rows-per-file", type=int, default=ROWS_PER_FILE, help=f"rows per parquet file (default {ROWS_PER_FILE})"
+    )
 
 
 def protocol_add_arguments(p: argparse.ArgumentParser) -> None:

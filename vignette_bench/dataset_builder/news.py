@@ -428,7 +428,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rows", help="rows.csv or rows.jsonl (fields: see docs/news.md)")
     opt.out(parser, required=True, help="source folder; news/*.parquet is written inside it")
     parser.add_argument("--skip-bad", action="store_true", help="leave bad rows out (counted and reported)")
-    parser.add_argument("--rows-per-shard", type=int, default=256)
+    parser.add_argument("--rows-per-shard", type=int, default=256, help="rows per news parquet file (default 256)")
     parser.add_argument(
         "--placeholder", action="store_true", help="build our drawn PLACEHOLDER sample instead of --images/--rows"
     )

@@ -151,7 +151,7 @@ def build_photo_source(
 
 def main(args: argparse.Namespace) -> int:
     try:
-        out = build_photo_source(args.labels, args.out, args.taxonomy, args.quality, progress=sys.stderr.isatty())
+        out = build_photo_source(args.rows, args.out, args.taxonomy, args.quality, progress=sys.stderr.isatty())
     except PhotoError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

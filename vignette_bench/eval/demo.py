@@ -197,5 +197,5 @@ def main(args: argparse.Namespace) -> int:
     print_findings(page)
     if failed:
         print(f"\nerror: {len(failed)} metric computation(s) failed: {', '.join(failed)} (see above)", file=sys.stderr)
-        return 1
+        return 2
     return 0

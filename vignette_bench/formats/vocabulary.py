@@ -9,4 +9,15 @@ PARADIGMS = ("factuality", "perception", "stereotype", "decision")
 ORDERS = ("balanced", "both", "rule")  # vignette.PairSpace orders; the runner's default first
 DEFAULT_SIZE = (672, 336)  # the paper fed models 672x336 pairs
 DEFAULT_SEAM = 32  # pixels of cross-fade between the two halves at the output size
+# `vignette run --filter KEY=VALUE` keys: vignette.load_dataset's keyword arguments (lists comma-separated)
+FILTER_KEYS = (
+    "gender",
+    "dimensions",
+    "identities",
+    "identity_match",
+    "activities",
+    "time_use",
+    "exclude_near_synonyms",
+    "representativeness",
+)
 DEFAULT_SOURCE = "hf://datasets/vignette-bench/vignette"  # the published source id (it does not exist yet)

@@ -39,18 +39,29 @@ def info_main(args: argparse.Namespace) -> int:
 
 
 def show_add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", help=", ".join(CONFIGS))
+    # --config as in `vignette run` (it was positional before issue 36; show_main names the new spelling)
+    parser.add_argument("--config", metavar="CONFIG", help=f"the pair config (required): {', '.join(CONFIGS)}")
+    parser.add_argument("old_config", nargs="?", metavar="CONFIG", help=argparse.SUPPRESS)
     parser.add_argument("--index", type=int, required=True, help="position in the config's full pair space")
     opt.out(parser, required=True, help="output image path (format from the suffix)")
     opt.source(parser, default=DEFAULT_SOURCE, help=f"the source (default {DEFAULT_SOURCE})")
     opt.size(parser, default=DEFAULT_SIZE, help=f"pair size (default {DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]})")
-    parser.add_argument("--seam", type=int, default=DEFAULT_SEAM)
+    parser.add_argument(
+        "--seam",
+        type=int,
+        default=DEFAULT_SEAM,
+        help=f"pixels of cross-fade between the halves (default {DEFAULT_SEAM})",
+    )
 
 
 def show_main(args: argparse.Namespace) -> int:
     """Write one composed pair to an image file."""
     from vignette_bench.loader.load import open_pair  # pyarrow: not for --help
 
+    if args.old_config is not None:
+        raise VignetteError(f"CONFIG (positional) is now --config: `vignette show --config {args.old_config} ...`")
+    if args.config is None:
+        raise VignetteError(f"give the pair config: --config CONFIG, one of {', '.join(CONFIGS)}")
     if args.config not in CONFIGS:
         raise unknown("config", args.config, CONFIGS)
     try:

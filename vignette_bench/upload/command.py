@@ -1,4 +1,5 @@
-"""vignette upload {dataset,metrics,results} --repo ID [--dry-run]   |   vignette upload card --source DIR
+"""vignette upload {dataset,metrics,results} --repo ID [--dry-run]
+vignette upload card --source DIR
 
 dataset and card read --source SOURCE; results reads --entries DIR (default leaderboard/entries).
 
@@ -45,7 +46,12 @@ def _listing(api, repo_id: str, repo_type: str, consult: bool):
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("target", choices=("dataset", "metrics", "results", "card"))
+    p.add_argument(
+        "target",
+        choices=("dataset", "metrics", "results", "card"),
+        help="what to push: the source (dataset), the metric modules as Spaces (metrics), leaderboard entries "
+        "(results) or the dataset card (card)",
+    )
     opt.repo(p, help="dataset repo id (dataset, results) or owner (metrics)")
     opt.source(p, default=None, help="dataset, card: the source folder")
     p.add_argument("--entries", default="leaderboard/entries", help="results: the entries folder (default %(default)s)")
@@ -56,7 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="metrics: the vignette-bench wheel each Space carries and installs (default: built from this checkout)",
     )
-    p.add_argument("--private", action="store_true")
+    p.add_argument("--private", action="store_true", help="create the repos private (default public)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and stop; writes nothing to the Hub")
 
 
@@ -123,5 +129,5 @@ def main(args: argparse.Namespace) -> int:
         return 2
     except Exception as e:  # Hub errors: the type and message only (they never carry the token)
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
+        return 2
     return 0

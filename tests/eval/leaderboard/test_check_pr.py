@@ -398,7 +398,9 @@ def test_markdown_copy_has_no_live_links_and_no_bidi_override(world, tmp_path, c
 
 def test_create_refuses_invisible_names_and_normalises_the_submitter(world, tmp_path, capsys):
     out = tmp_path / "entries"
-    assert lb("create", str(world / "runs" / "bob"), "--by", "b\u200bob", "--out", str(out)) == 1
+    assert (
+        lb("create", str(world / "runs" / "bob"), "--by", "b\u200bob", "--out", str(out)) == 2
+    )  # an error, not a judgement (docs/cli.md)
     assert "submitted.by: invisible or control character U+200B ZERO WIDTH SPACE" in capsys.readouterr().err
     assert lb("create", str(world / "runs" / "bob"), "--by", "\uff42\uff4f\uff42", "--out", str(out)) == 0  # full-width
     (path,) = out.glob("*.json")

@@ -182,7 +182,9 @@ def test_create_from_cli_and_bad_run(board, tmp_path, capsys):
     )
     (entry,) = out.glob("*.json")
     assert json.loads(entry.read_text())["responses"]["location"].startswith("hf://")
-    assert main(["create", str(tmp_path / "nope"), "--by", "me", "--out", str(out)]) == 1
+    assert (
+        main(["create", str(tmp_path / "nope"), "--by", "me", "--out", str(out)]) == 2
+    )  # an error, not a judgement (docs/cli.md)
     assert "not a folder" in capsys.readouterr().err
 
 
@@ -266,7 +268,9 @@ def test_create_refuses_a_run_without_run_json(board, tmp_path, capsys):
     with pytest.raises(EntryError, match="no run.json") as err:
         create(run, by="me", entry_path=tmp_path / "entries" / "x.json")
     assert err.value.field == "run"
-    assert main(["create", str(run), "--by", "me", "--out", str(tmp_path / "entries")]) == 1
+    assert (
+        main(["create", str(run), "--by", "me", "--out", str(tmp_path / "entries")]) == 2
+    )  # an error, not a judgement (docs/cli.md)
     assert "no run.json" in capsys.readouterr().err and not (tmp_path / "entries").exists()
 
 
@@ -276,7 +280,7 @@ def test_create_never_overwrites_another_entry(board, tmp_path, capsys):
     assert main(["create", run, "--by", "first", "--out", str(out)]) == 0
     (path,) = out.glob("*.json")
     before = path.read_text()
-    assert main(["create", run, "--by", "second", "--out", str(out)]) == 1
+    assert main(["create", run, "--by", "second", "--out", str(out)]) == 2  # an error, not a judgement (docs/cli.md)
     err = capsys.readouterr().err
     assert "already holds another entry" in err and "'first'" in err and "'second'" in err
     assert path.read_text() == before and len(list(out.glob("*.json"))) == 1
@@ -285,5 +289,5 @@ def test_create_never_overwrites_another_entry(board, tmp_path, capsys):
     assert main(["create", run, "--by", "first", "--out", str(out), "--location", loc]) == 0
     assert json.loads(path.read_text())["responses"]["location"] == loc
     path.write_text("{broken")  # a file that is no entry is not replaced either
-    assert main(["create", run, "--by", "first", "--out", str(out)]) == 1
+    assert main(["create", run, "--by", "first", "--out", str(out)]) == 2  # an error, not a judgement (docs/cli.md)
     assert path.read_text() == "{broken"

@@ -18,4 +18,10 @@ def compare_add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="RUN=NAME",
         help="name shown for the model of run folder RUN (repeatable; default: id@revision from run.json)",
     )
-    p.add_argument("--clusters", choices=("auto", "shared", "separate"), default="auto")
+    p.add_argument(
+        "--clusters",
+        choices=("auto", "shared", "separate"),
+        default="auto",
+        help="whether a render both runs showed is one cluster; auto (default): shared when both runs read the "
+        "same render index",
+    )

@@ -1,4 +1,4 @@
-"""`vignette import --format FORMAT --source PATH --out RUN`: external answers as a run folder."""
+"""`vignette import --format vignette-csv --source PATH --out RUN`: external answers as a run folder (FORMAT: docs/import.md)."""
 
 from __future__ import annotations
 

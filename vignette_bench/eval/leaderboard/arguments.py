@@ -45,7 +45,7 @@ def verify_add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("entry", type=Path, help="an entry JSON (validated first)")
     opt.model(p, required=True, help="model spec to re-ask with (the entry's model and revision)")
     opt.limit(p, default=50, help="questions to re-ask (default 50)")
-    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--batch-size", type=int, default=8, help="questions per model call (default 8)")
     p.add_argument(
         "--key",
         type=Path,

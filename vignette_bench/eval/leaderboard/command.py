@@ -34,7 +34,7 @@ def create_main(args: argparse.Namespace) -> int:
         path = create_in_board(args.run, by=args.by, entries=Path(args.out), location=args.location)
     except (EntryError, RunError) as err:
         print(f"error: {err}", file=sys.stderr)
-        return 1
+        return 2  # no entry made: an error (only validate, build, verify and check-pr judge entries: 1)
     print(f"wrote {path}")
     return 0
 
@@ -51,9 +51,9 @@ def validate_main(args: argparse.Namespace) -> int:
             except EntryError as err:
                 bad += 1
                 print(f"REJECT  {path}: {err}", file=sys.stderr)
-    except RunError as err:
+    except RunError as err:  # cannot run (1 is an entry rejected)
         print(f"error: {err}", file=sys.stderr)
-        return 1
+        return 2
     return 1 if bad else 0
 
 
@@ -70,9 +70,9 @@ def build_main(args: argparse.Namespace) -> int:
             if not a.verification.verified:
                 print(f"self-reported  {a.path}: {a.verification.reason}", file=sys.stderr)
         md, page = build(accepted, Path(args.out), rejected=rejected)
-    except (EntryError, RunError) as err:
+    except (EntryError, RunError) as err:  # cannot build (1 is an entry rejected)
         print(f"error: {err}", file=sys.stderr)
-        return 1
+        return 2
     print(f"{len(accepted)} entries ({len(rejected)} rejected) -> {md}, {page}")
     return 1 if rejected else 0  # a rejected entry fails the build, with or without --strict
 

@@ -20,7 +20,7 @@ def answer_add_arguments(parser: argparse.ArgumentParser) -> None:
     opt.model(parser, required=True, help="model spec (see docs/news.md)")
     opt.out(parser, required=True, help="run folder: answers.jsonl and answers_provenance.json")
     parser.add_argument("--robustness", action="store_true", help=f"temperature {ROBUSTNESS_TEMPERATURE} instead of 0")
-    parser.add_argument("--batch-size", type=int, default=4)
+    parser.add_argument("--batch-size", type=int, default=4, help="questions per model call (default 4)")
     opt.limit(parser, default=None, help="only the first N items")
     parser.add_argument("--retry-invalid", action="store_true", help="ask again where the answer did not parse")
 
@@ -35,7 +35,7 @@ def judge_add_arguments(parser: argparse.ArgumentParser) -> None:
         "openai:MODEL@URL, or a local spec such as hf:PATH?mode=generate)",
     )
     opt.out(parser, required=True, help="judgements jsonl (appended to; reruns resume)")
-    parser.add_argument("--batch-size", type=int, default=4)
+    parser.add_argument("--batch-size", type=int, default=4, help="questions per model call (default 4)")
     parser.add_argument(
         "--max-new-tokens",
         type=int,

@@ -1,4 +1,4 @@
-"""vignette report RUN [RUN ...] [--out DIR] [--news NEWS_RESULTS_DIR] [--min-effect PP]
+"""vignette report RUN [RUN ...] [--out DIR] [--news NEWS_RESULTS_DIR] [--min-effect 5]
                  [--label RUN=NAME ...] [--figures none|findings|all]
 
 Writes DIR/report.md (+ DIR/figures/*.png) and DIR/report.html (one self-contained page), and the

@@ -7,12 +7,20 @@ from __future__ import annotations
 import argparse
 
 from vignette_bench import cli_options as opt
-from vignette_bench.formats.vocabulary import CONFIGS, ORDERS, PARADIGMS
+from vignette_bench.formats.vocabulary import CONFIGS, FILTER_KEYS, ORDERS, PARADIGMS
+
+
+def filter_item(text: str) -> str:
+    """``KEY=VALUE`` with a known KEY, checked before the job starts; an argparse type."""
+    key, sep, _ = text.partition("=")
+    if not sep or key.strip() not in FILTER_KEYS:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE with KEY one of {', '.join(FILTER_KEYS)}, got {text!r}")
+    return text
 
 
 def run_add_arguments(p: argparse.ArgumentParser) -> None:
     opt.source(p, required=True, help="Hub dataset repo id, local folder or base URL of the renders")
-    p.add_argument("--config", required=True, choices=CONFIGS)
+    p.add_argument("--config", required=True, choices=CONFIGS, help="the pair config to ask about")
     opt.model(
         p,
         required=True,
@@ -44,7 +52,13 @@ def run_add_arguments(p: argparse.ArgumentParser) -> None:
         "a resumed run keeps its own",
     )
     p.add_argument(
-        "--filter", action="append", default=[], metavar="KEY=VALUE", help="e.g. dimension=religion, gender=female"
+        "--filter",
+        action="append",
+        default=[],
+        type=filter_item,
+        metavar="KEY=VALUE",
+        help=f"keep the pairs matching KEY=VALUE (lists comma-separated), repeatable; KEY is one of "
+        f"{', '.join(FILTER_KEYS)}; e.g. --filter dimensions=religion --filter gender=female",
     )
     p.add_argument("--paradigms", default=",".join(PARADIGMS), help=f"comma-separated subset of {','.join(PARADIGMS)}")
     p.add_argument(
@@ -53,7 +67,7 @@ def run_add_arguments(p: argparse.ArgumentParser) -> None:
         default=["paraphrase=0", "option_style=identity", "modality=image"],
         help="'all', or paraphrase=0,1,2 option_style=identity,position modality=image,text",
     )
-    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--batch-size", type=int, default=16, help="questions per model call (default 16)")
     opt.size(p, default=(672, 336), help="composed pair image WIDTHxHEIGHT (default: the paper's 672x336)")
     opt.seed(p, help="seed of option order, distractors and the sample")
     p.add_argument("--shard", help="i/N: this process takes the i-th of N shares (default RANK/WORLD_SIZE)")
@@ -84,7 +98,7 @@ def run_add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="--max-invalid is checked once the session has N answers (default 50)",
     )
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
 def merge_add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -147,6 +147,6 @@ def main(args: argparse.Namespace) -> int:
         report = merge(args.run, write=not args.dry_run, allow_gaps=args.allow_gaps)
     except (MergeError, RecordError, ResponsesError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return 2  # cannot merge; 1 is a merge that found gaps
     print(json.dumps({k: (str(v) if isinstance(v, Path) else v) for k, v in report.__dict__.items()}))
     return 0 if report.missing == 0 or args.allow_gaps else 1

@@ -1,4 +1,4 @@
-"""Put the benchmark's questions to a model: `vignette run --source S --config C --model M --out RUN_DIR`.
+"""Put the benchmark's questions to a model: `vignette run --source S --config identity_contrast --model random --out RUN_DIR`.
 
 Answers are appended to RUN_DIR/log/part-<rank>.jsonl batch by batch (written and flushed per
 batch, fsync'ed at most every second and at exit: vignette_bench/eval/runtime/runlog.py), so a
@@ -15,6 +15,9 @@ that keeps every identity's left share within one offer of half (vignette.PairSp
 each pair in both orders (twice the cost; exact cancellation of side preference per pair); `rule`
 is the order every run used before (docs/eval.md, "Sides"). `--sample auto` picks the number of pairs
 from a power plan (planning.py) and records it in run.json.
+
+Filters keep the pairs that match, e.g. the religion pairs of women:
+`vignette run --source S --config identity_contrast --model random --out RUN_DIR --filter dimensions=religion --filter gender=female`.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from vignette_bench.eval.runtime.runlog import ShardBusy, iter_part, tail_state
 from vignette_bench.formats.pair_config import PairConfig
 from vignette_bench.formats.run_record import ORDERS, DatasetProvenance, ModelProvenance, RunRecord, RunSettings
 from vignette_bench.formats.selection import SelectionRecord
+from vignette_bench.formats.vocabulary import FILTER_KEYS
 from vignette_bench.loader.reader import MAX_INDEX_BYTES
 from vignette_bench.redaction import redact, redact_argv, redact_json
 from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
@@ -157,18 +161,6 @@ class PairSource:
     compose: Callable[[dict[str, Any]], Image.Image]
     revision: dict[str, Any]
     taxonomy: str | None = None  # the source's taxonomy folder (any fsspec URL); None: the packaged copy
-
-
-FILTER_KEYS = (
-    "gender",
-    "dimensions",
-    "identities",
-    "identity_match",
-    "activities",
-    "time_use",
-    "exclude_near_synonyms",
-    "representativeness",
-)
 
 
 def _filter_kwargs(filters: tuple[tuple[str, str], ...]) -> dict[str, Any]:
@@ -630,7 +622,7 @@ def _parse_filters(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep:
-            raise RunError(f"--filter {item!r}: expected key=value, e.g. dimension=religion")
+            raise RunError(f"--filter {item!r}: expected key=value, e.g. dimensions=religion")
         out.append((key.strip(), value.strip()))
     return tuple(sorted(out))
 

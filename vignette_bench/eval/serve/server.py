@@ -319,7 +319,7 @@ def load_adapter(spec: str) -> ModelAdapter:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     opt.model(parser, required=True, help="model spec to serve (see docs/openai.md)")
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: local only)")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
     parser.add_argument("--served-model-name", default=None, help="name reported in replies (default: the spec)")
 
 
