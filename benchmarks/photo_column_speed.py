@@ -1,11 +1,12 @@
 """`ds[i]["image"]` beside the decode floor on a source built with `vignette build photos` (issue 36).
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/photo_column_speed.py [--activities 6] [--pairs 120] [--rounds 3]
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/photo_column_speed.py [--photo-size 1024x768] [--activities 6]
+        [--per-cell 1] [--pairs 120] [--rounds 3] [--reduce-size WxH] [--profile]
 
-A labels CSV of distinct photo-like 1024² JPEG photos (`photo_like`, q95 files, one per cell: 3
-identities x 2 genders x --activities activities) becomes a source through the real commands:
-`vignette build photos` (stored as q90 JPEG) then `vignette build reduce` (the default 352-px
-copies). Then, in ONE process, in interleaved rounds (best of each kept: a shared, noisy machine),
+A labels CSV of distinct photo-like JPEG photos (`photo_like`, q95 files, --photo-size, default
+1024x1024; --per-cell per cell: 3 identities x 2 genders x --activities activities) becomes a source
+through the real commands: `vignette build photos` (stored as q90 JPEG) then `vignette build reduce`
+(its default copies, or `--size` --reduce-size). Then, in ONE process, in interleaved rounds (best of each kept: a shared, noisy machine),
 over the same pairs (the first --pairs rows of `identity_activity_contrast`):
 
 * floor: the two renders the composer reads (the reduced copies) decoded with `draft` and pasted
@@ -155,7 +156,7 @@ def main() -> None:
         sizes = sorted({Image.open(io.BytesIO(b)).size for b in copies.values()})
         kb = sum(map(len, copies.values())) / len(copies) / 1e3
         print(
-            f"{n} pairs of {name} from {len(composer.reader.index.locations)} photo-like 1024² JPEG photos "
+            f"{n} pairs of {name} from {len(composer.reader.index.locations)} photo-like {args.photo_size} JPEG photos "
             f"(`vignette build photos` + `vignette build reduce`) -> {width}x{height}; composed from reduced copies: "
             f"{reduced}, sizes {sizes}, {kb:.1f} KB each; best of {args.rounds} interleaved rounds, one process"
         )
