@@ -73,7 +73,7 @@ def build_source(folder: Path, activities: int) -> tuple[Path, Path]:
     source = loader_bench.build_bench_source(folder / "src")
     before = Path(shutil.copytree(source, folder / "src-384"))
     write_reduced(source)
-    write_reduced(before, side=384)
+    write_reduced(before, 384)
     return source, before
 
 
@@ -207,12 +207,12 @@ def compare_full(args: argparse.Namespace) -> None:
     from loader_bench import _jpeg
 
     from vignette_bench.dataset_builder.placeholder import photo_like
-    from vignette_bench.dataset_builder.reduced import DEFAULT_SIDE, reduce_image
+    from vignette_bench.dataset_builder.reduced import DEFAULT_TILE, reduce_image
 
     for blur, label in ((0.0, "photo_like"), (1.5, "photo_like + blur 1.5")):
         images = [photo_like(s) for s in range(16)]
         full = [_jpeg(im.filter(ImageFilter.GaussianBlur(blur)) if blur else im) for im in images]
-        small = [reduce_image(r, DEFAULT_SIDE)[0] for r in full]  # type: ignore[index]
+        small = [reduce_image(r, DEFAULT_TILE)[0] for r in full]  # type: ignore[index]
         tf = tr = float("inf")
         for _ in range(args.rounds + 1):  # the first round warms up
             tf, tr = min(tf, timed(_composer_of(full))), min(tr, timed(_composer_of(small)))

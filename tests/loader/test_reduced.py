@@ -114,18 +114,72 @@ def test_small_renders_get_no_copy_and_rebuilding_replaces_the_copies(tmp_path: 
     ds = vignette.load_dataset(small, "identity_contrast")
     assert json.loads(ds.info.description)["composition"] == "full renders" and ds[0]["image"].size == (672, 336)
     big = build_sample(tmp_path / "big", size=512, reduced=False, **KW)
-    assert write_reduced(big, side=256) == len(pq.read_table(big / "renders" / "index.parquet"))
-    assert write_reduced(big, side=300) > 0  # rebuilt whole: no 256-px copy is left behind
+    assert write_reduced(big, 256) == len(pq.read_table(big / "renders" / "index.parquet"))
+    assert write_reduced(big, 300) > 0  # rebuilt whole: no 256-px copy is left behind
     assert set(pq.read_table(big / "renders" / "index.parquet").column("reduced_height").to_pylist()) == {300}
     assert verify_source(str(big), progress=False, decode=True) == []
 
 
-def test_the_default_side_is_the_default_pairs_tile() -> None:
-    """The default copies hold the default pair's tile at scale 1 (issue 25): their side is its longer side."""
-    from vignette_bench.dataset_builder.arguments import DEFAULT_SIDE
+def test_the_default_tile_is_the_default_pairs_tile() -> None:
+    """The default copies hold the default pair's tile at scale 1 (issues 25, 36)."""
+    from vignette_bench.dataset_builder.arguments import DEFAULT_SIDE, DEFAULT_TILE
     from vignette_bench.formats.pair_config import DEFAULT_SEAM, DEFAULT_SIZE
 
-    assert DEFAULT_SIDE == max((DEFAULT_SIZE[0] + DEFAULT_SEAM + 1) // 2, DEFAULT_SIZE[1])
+    assert DEFAULT_TILE == ((DEFAULT_SIZE[0] + DEFAULT_SEAM + 1) // 2, DEFAULT_SIZE[1])
+    assert DEFAULT_SIDE == max(DEFAULT_TILE)
+
+
+def test_a_copy_covers_the_tile_at_the_smallest_scale_with_an_even_margin() -> None:
+    """Square renders keep the copies they had (352x352, or a shorter side of N for a square tile); a
+    non-square render's copy holds the tile exactly in one side, and the other side's margin is even,
+    so the tile is a whole-pixel centre crop (issue 36: 469x352 before, resampled for every pair)."""
+    from vignette_bench.dataset_builder.reduced import copy_size
+
+    assert copy_size(1024, 1024, (352, 336)) == (352, 352)
+    assert copy_size(1024, 1024, 384) == (384, 384) and copy_size(1024, 768, 384) == (512, 384)
+    assert copy_size(1024, 768, (352, 336)) == (448, 336)  # landscape: the tile's height
+    assert copy_size(768, 1024, (352, 336)) == (352, 470)  # portrait: 469.3 -> 470, so 470 - 336 is even
+    assert copy_size(2000, 600, (352, 336)) == (1120, 336)
+    assert copy_size(352, 400, (352, 336)) is None and copy_size(300, 300, 352) is None  # not larger
+
+
+@pytest.mark.parametrize("photo", [(640, 480), (480, 640)])
+def test_the_default_tile_of_a_non_square_photos_copy_is_its_crop(tmp_path: Path, photo: tuple[int, int]) -> None:
+    """`vignette build photos` + `vignette build reduce` of 4:3 photos: each half of the default pair is
+    exactly the centre crop of its decoded copy outside the seam (no resampling), as for square renders."""
+    import pandas as pd
+    from PIL import Image
+
+    from vignette_bench.dataset_builder.photos import build_photo_source
+    from vignette_bench.dataset_builder.placeholder import photo_like
+
+    rows = []
+    for n, identity in enumerate(("muslim", "hindu")):
+        photo_like(n, *photo).save(tmp_path / f"{identity}.jpg", quality=90)
+        rows.append({"image": f"{identity}.jpg", "gender": "female", "identity": identity, "activity": "cooking"})
+    pd.DataFrame(rows).to_csv(tmp_path / "labels.csv", index=False)
+    src = build_photo_source(tmp_path / "labels.csv", tmp_path / "src")
+    assert write_reduced(src) == 2
+    ds = vignette.load_dataset(src, "identity_contrast")
+    reader = vignette.RenderReader(vignette.RenderIndex.load(vignette.Source(src)))
+    row = ds[0]
+    copies = [
+        np.asarray(Image.open(io.BytesIO(reader.read(k, True)[0])).convert("RGB"))
+        for k in (row["key_left"], row["key_right"])
+    ]
+    h, w = copies[0].shape[:2]
+    assert (w, h) == ((448, 336) if photo[0] > photo[1] else (352, 470))
+    assert json.loads(ds.info.description)["composition"].startswith(f"reduced copies (shorter side {min(w, h)} px)")
+    top, left_x = (h - 336) // 2, (w - 352) // 2
+    left, right = (c[top : top + 336, left_x : left_x + 352] for c in copies)
+    pair = np.asarray(row["image"])
+    assert np.array_equal(pair[:, : 352 - 32], left[:, : 352 - 32])
+    assert np.array_equal(pair[:, 352:], right[:, 32:])
+    full = _pixels(vignette.load_dataset(src, "identity_contrast", reduced=False))
+    # the full photo's field of view, not a shifted or zoomed crop: JPEG twice differs by ~4.5 of 255, a
+    # 1-px shift of this noisy photo by ~15
+    aligned, *shifted = (np.abs(pair[:, 8 + d : 328 + d].astype(int) - full[:, 8:328]).mean() for d in (0, -1, 1))
+    assert aligned < 6 and min(shifted) > 2 * aligned
 
 
 def test_the_default_tile_of_a_352_px_copy_is_its_crop(source: Path) -> None:

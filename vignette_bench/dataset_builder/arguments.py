@@ -34,6 +34,9 @@ SAMPLE_ACTIVITIES = ("cooking", "driving", "teaching", "programming", "exercisin
 # tile up to 352x352 with the full render's field of view. It was 384 before issue 25 (a bilinear
 # resize per tile, ~0.9 ms). tests/loader/test_reduced.py pins the relation to the default pair.
 DEFAULT_SIDE = 352
+# The copies cover this tile at the smallest scale (issue 36): a square render's copy is still 352x352,
+# and a non-square photo's copy holds the tile at scale 1 too (a 4:3 landscape's is 448x336, not 469x352).
+DEFAULT_TILE = (DEFAULT_SIDE, 336)
 DEFAULT_QUALITY = 90
 
 
@@ -165,8 +168,9 @@ def reduce_add_arguments(p: argparse.ArgumentParser) -> None:
     opt.source(p, type=Path, required=True, help="source folder (renders/index.parquet and its shards)")
     opt.size(
         p,
-        default=(DEFAULT_SIDE, DEFAULT_SIDE),
-        help=f"the tile WxH each copy must cover: its shorter side is max(W, H) (default {DEFAULT_SIDE}: the default pair's tile, taken at scale 1)",
+        default=DEFAULT_TILE,
+        help="the tile WxH each copy covers at the smallest scale (N: NxN, a shorter side of N; default "
+        f"{DEFAULT_TILE[0]}x{DEFAULT_TILE[1]}: the default pair's tile, which is then a crop of the copy)",
     )
     p.add_argument(
         "--quality", type=int, default=DEFAULT_QUALITY, help=f"JPEG quality of the copies (default {DEFAULT_QUALITY})"

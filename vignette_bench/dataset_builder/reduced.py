@@ -1,11 +1,12 @@
 """``vignette build reduce --source SOURCE``: a reduced copy of every render, sized for composition.
 
 Composing a pair spends most of its time decoding two 1024² JPEGs (even at libjpeg's half scale the
-whole bitstream is entropy-decoded). A copy whose shorter side is ``side`` pixels decodes ~4× faster.
-The default side, 352, is the default 672×336 pair's 352×336 tile: from a square render's copy that
-tile is a crop at scale 1, so the default pair costs two decodes and a paste (no resize; 384 before
-issue 25, BENCHMARKS.md). Tiles up to 352×352 of any shape come from the copies with the full
-render's field of view; larger ones from the full renders. The copies are JPEG shards under
+whole bitstream is entropy-decoded). A copy at the smallest scale that covers a tile decodes ~4× faster.
+The default tile is the default 672×336 pair's, 352×336: a square render's copy is 352×352 (384 before
+issue 25) and a non-square one's holds the tile exactly in one side (a 4:3 photo's is 448×336, 469×352
+before issue 36), so the tile is a whole-pixel crop of the copy and the default pair costs two decodes
+and a paste (no resize; BENCHMARKS.md). Tiles up to the copy's cover (352×352 for square renders) of
+any shape come from the copies with the full render's field of view; larger ones from the full renders. The copies are JPEG shards under
 ``reduced/`` (one per render shard, same name; members ``<key>.jpg``), and six columns of
 ``renders/index.parquet`` say where each lies (``reduced_shard``, ``reduced_offset``,
 ``reduced_length``, ``reduced_sha256``, ``reduced_width``, ``reduced_height``; null where a render is
@@ -29,7 +30,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vignette_bench.dataset_builder.arguments import DEFAULT_QUALITY, DEFAULT_SIDE
+from vignette_bench.dataset_builder.arguments import DEFAULT_QUALITY, DEFAULT_TILE
 from vignette_bench.dataset_builder.arguments import reduce_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.shard import INDEX_PATH, _add, read_image_bytes
 from vignette_bench.formats.render_index import REDUCED_COLUMNS
@@ -37,8 +38,26 @@ from vignette_bench.formats.render_index import REDUCED_COLUMNS
 REDUCED_DIR = "reduced"
 
 
-def reduce_image(data: bytes, side: int, quality: int = DEFAULT_QUALITY) -> tuple[bytes, int, int] | None:
-    """JPEG bytes of ``data`` scaled so its shorter side is ``side``, or None if it is not larger.
+def copy_size(width: int, height: int, tile: int | tuple[int, int]) -> tuple[int, int] | None:
+    """The size of a ``width`` x ``height`` render's copy: the smallest scale that covers ``tile`` (W, H; an
+    int is a square tile, i.e. a shorter side), or None if the render is not larger than that.
+
+    One side then equals the tile's and the other exceeds it by an even number of pixels, so the tile is
+    the copy's whole-pixel centre crop: composition copies it (PIL resizes a whole-pixel box at scale 1 as
+    a crop) instead of resampling it (~0.9 ms a tile; issue 36: a 4:3 photo's 469x352 copy ran
+    `ds[i]["image"]` at 0.40x the decode floor). The extra pixel stretches the copy by under 0.3%."""
+    tw, th = (tile, tile) if isinstance(tile, int) else tile
+    scale = max(tw / width, th / height)
+    if scale >= 1:
+        return None
+    w, h = max(tw, round(width * scale)), max(th, round(height * scale))
+    return w + (w - tw) % 2, h + (h - th) % 2
+
+
+def reduce_image(
+    data: bytes, tile: int | tuple[int, int], quality: int = DEFAULT_QUALITY
+) -> tuple[bytes, int, int] | None:
+    """JPEG bytes of ``data`` scaled to `copy_size` (covering ``tile``), or None if it is not larger.
 
     Scaled as composition scales a full render (`compose._tile`: ``draft``, then PIL's bilinear, which
     widens its support when shrinking), so the default tile cut from a square render's 352-px copy has
@@ -47,11 +66,9 @@ def reduce_image(data: bytes, side: int, quality: int = DEFAULT_QUALITY) -> tupl
     from PIL import Image
 
     with Image.open(io.BytesIO(data)) as im:
-        w, h = im.size
-        if min(w, h) <= side:
+        size = copy_size(*im.size, tile)
+        if size is None:
             return None
-        scale = side / min(w, h)
-        size = (max(side, round(w * scale)), max(side, round(h * scale)))
         if im.format == "JPEG":
             im.draft("RGB", size)  # decode at a DCT scale still at least `size`: the filter then does the rest
         small = im.convert("RGB").resize(size, Image.Resampling.BILINEAR)
@@ -60,7 +77,7 @@ def reduce_image(data: bytes, side: int, quality: int = DEFAULT_QUALITY) -> tupl
     return out.getvalue(), size[0], size[1]
 
 
-def write_reduced(root: str | Path, side: int = DEFAULT_SIDE, quality: int = DEFAULT_QUALITY) -> int:
+def write_reduced(root: str | Path, tile: int | tuple[int, int] = DEFAULT_TILE, quality: int = DEFAULT_QUALITY) -> int:
     """Write ``root/reduced/*.tar`` and add the reduced-copy columns to the index; returns copies written.
 
     Rebuilt whole each time (the old ``reduced/`` is replaced only once the new one is complete, and the
@@ -82,7 +99,7 @@ def write_reduced(root: str | Path, side: int = DEFAULT_SIDE, quality: int = DEF
                 tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) as tar,
             ):
                 for r in sorted(members, key=lambda r: r["offset"]):
-                    small = reduce_image(read_image_bytes(str(root), shard, r["offset"], r["length"]), side, quality)
+                    small = reduce_image(read_image_bytes(str(root), shard, r["offset"], r["length"]), tile, quality)
                     if small is None:
                         continue
                     data, w, h = small
@@ -112,8 +129,8 @@ def write_reduced(root: str | Path, side: int = DEFAULT_SIDE, quality: int = DEF
 
 
 def main(args: argparse.Namespace) -> int:
-    side = max(args.size)
-    n = write_reduced(args.source, side, args.quality)
+    n = write_reduced(args.source, tuple(args.size), args.quality)
     size = sum(p.stat().st_size for p in (Path(args.source) / REDUCED_DIR).glob("*.tar"))
-    print(f"{REDUCED_DIR}/: {n} reduced copies ({side} px), {size / 1e6:.1f} MB; index updated")
+    tile = "x".join(map(str, args.size))
+    print(f"{REDUCED_DIR}/: {n} reduced copies (covering a {tile} tile), {size / 1e6:.1f} MB; index updated")
     return 0

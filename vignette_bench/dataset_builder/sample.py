@@ -94,7 +94,7 @@ def build_sample(
     with tempfile.TemporaryDirectory(prefix="vignette-sample-") as tmp:
         write_placeholder_renders(Path(tmp), size, identities, activities, renders_per_cell)
         write_shards(Path(tmp), out_dir, fmt=fmt, quality=quality, max_shard_bytes=max_shard_bytes, progress=progress)
-    if reduced:  # copies at 352 px (DEFAULT_SIDE): renders of 352 px or less (small test samples) get none
+    if reduced:  # copies covering the 352x336 tile (DEFAULT_TILE): renders not larger (small test samples) get none
         from vignette_bench.dataset_builder.reduced import write_reduced
 
         write_reduced(out_dir)
