@@ -88,7 +88,7 @@ def build_photo_source(folder: Path, activities: int, per_cell: int, size: tuple
         writer.writeheader()
         writer.writerows(rows)
     source = folder / "src"
-    vignette_cli("build", "photos", "--labels", str(labels), "--out", str(source))
+    vignette_cli("build", "photos", "--rows", str(labels), "--out", str(source))
     vignette_cli("build", "reduce", "--source", str(source), *(["--size", reduce] if reduce else []))
     return source
 
