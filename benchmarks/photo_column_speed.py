@@ -34,34 +34,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from loader_bench import BENCH_ACTIVITIES as ACTIVITIES  # noqa: E402  (the loader benchmark's grid)
+from loader_bench import BENCH_IDENTITIES as IDENTITIES  # noqa: E402
 from PIL import Image  # noqa: E402
 
 import vignette  # noqa: E402
 from vignette_bench.dataset_builder.placeholder import photo_like  # noqa: E402
-
-IDENTITIES = ("muslim", "hindu", "christian")
-ACTIVITIES = (
-    "cooking",
-    "driving",
-    "teaching",
-    "programming",
-    "exercising",
-    "babysitting",
-    "sleeping",
-    "eating",
-    "grocery shopping",
-    "painting",
-    "reading a book",
-    "gardening",
-    "dancing",
-    "swimming",
-    "hiking",
-    "fishing",
-    "doing yoga",
-    "praying",
-    "cycling",
-    "camping",
-)
 
 
 def vignette_cli(*args: str) -> None:
