@@ -1,0 +1,97 @@
+"""Strata, partner balance and the side model's checks (issue 33 items 1-3, 5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import expit
+from scipy.stats import norm
+
+from vignette_bench.stats import strata
+from vignette_bench.stats.partner_balance import PARTNER_BALANCED, POSITION_CONFOUNDED, stratum_tests
+from vignette_bench.stats.position import balanced_rate
+from vignette_bench.stats.position_fit import _reason
+from vignette_bench.stats.verdict_power import needed_effect
+
+
+def answers(b, side, n=40, images=10, pair_sd=0.0, seed=0, expected=False) -> pd.DataFrame:
+    """Every pair i < j of len(b) identities in one order (i left), `images` images of n/images answers each."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    k = len(b)
+    for i in range(k):
+        for j in range(i + 1, k):
+            u = rng.normal(0.0, pair_sd)
+            for g in range(images):
+                m = n // images
+                p = expit(side + b[i] - b[j] + u)
+                y = m * p if expected else float(rng.binomial(m, p))
+                rows.append((f"id{i}", f"id{j}", f"id{i}/{g}", f"id{j}/{g}", f"{i}-{j}/{g}", y, float(m), 0.0))
+    return pd.DataFrame(rows, columns=["left", "right", "left_cluster", "right_cluster", "image", "y", "n", "refused"])
+
+
+def test_partner_balanced_estimand_moves_other_identities_by_effect_over_k_minus_1():
+    # noise-free answers: the estimates are the estimand. A real effect on id0 (always left) moves every
+    # other identity's δ by -β/(K-1) only, whichever side it met id0 on
+    beta, side, k = 1.0, -0.9, 5
+    t, c = stratum_tests(answers([beta, 0, 0, 0, 0], side, n=4000, expected=True))
+    assert c is not None and c.fits and abs(c.side - side) < 1e-2
+    t = t.set_index("identity")
+    assert (t["position"] == PARTNER_BALANCED).all()
+    assert t.loc["id0", "delta"] == pytest.approx(beta, abs=2e-2)
+    for other in ("id1", "id2", "id3", "id4"):
+        assert t.loc[other, "delta"] == pytest.approx(-beta / (k - 1), abs=2e-2)
+    assert t.loc["id0", "rate"] == pytest.approx(float(balanced_rate(side, beta)), abs=5e-3)
+
+
+def test_non_additive_answers_are_position_confounded_with_the_reason():
+    t, c = stratum_tests(answers([0.0] * 6, -0.9, n=100, pair_sd=1.0, seed=3))
+    assert c is not None and not c.fits
+    assert (t["position"] == POSITION_CONFOUNDED).all() and t["p_value"].isna().all()
+    assert t["reason"].str.contains("does not fit").all()
+
+
+def test_additive_answers_fit_and_a_planted_effect_is_found():
+    t, c = stratum_tests(answers([1.0, 0, 0, 0, 0, 0], -0.9, n=100, seed=4))
+    assert c is not None and c.fits and c.side_low < -0.9 < c.side_high
+    t = t.set_index("identity")
+    assert t.loc["id0", "p_value"] < 0.01 and t.loc["id0", "rate"] > 0.6
+    assert (t.drop(index="id0")["rate"] < 0.55).all()
+
+
+def test_a_side_term_against_the_side_share_is_refused():
+    assert "disagrees" in _reason(0.5, 20.0, 27, 0.5, 0.25)
+    assert _reason(-0.5, 20.0, 27, 0.5, 0.25) == ""
+    assert "no degrees of freedom" in _reason(-0.5, 0.0, 0, np.nan, 0.25)
+
+
+def test_fixed_order_is_per_stratum():
+    both = pd.DataFrame({"left": ["a", "b"], "right": ["b", "a"], "stratum": ["f", "m"]})
+    assert strata.fixed_order(both)  # each gender saw the pair in one order: genders must not mirror each other
+    assert not strata.fixed_order(both.assign(stratum="f"))
+    # an order drawn per pair image: a few pairs happen to be seen in one order only; not a fixed-order design
+    mixed = pd.DataFrame({"left": ["a", "b", "a", "c", "b", "c"], "right": ["b", "a", "c", "a", "c", "b"]})
+    mixed = pd.concat([mixed, pd.DataFrame({"left": ["a"], "right": ["d"]})]).assign(stratum="f")
+    assert strata.one_order_share(mixed["left"].to_numpy(), mixed["right"].to_numpy()) == 0.25
+    assert not strata.fixed_order(mixed)
+
+
+def test_combine_is_the_equal_weight_mean_with_its_variance():
+    c = strata.combine(np.array([2.0, 4.0]), np.array([1.0, 1.0]), np.array([1e6, 1e6]))
+    assert c["effect"] == 3.0 and c["se"] == pytest.approx(np.sqrt(0.5))
+    assert c["df"] == pytest.approx(2e6)
+    assert c["p"] == pytest.approx(
+        2 * (1 - 0.5 * (1 + __import__("math").erf(3 / np.sqrt(0.5) / np.sqrt(2)))), rel=1e-4
+    )
+    assert np.isnan(strata.combine(np.array([2.0, np.nan]), np.array([1.0, 1.0]), np.array([5.0, 5.0]))["effect"])
+
+
+def test_needed_effect_passes_bh_simes_and_the_minimum():
+    # large se: the significance threshold decides; small se: the minimum effect does
+    z = needed_effect(np.array([2.0]), np.array([np.nan]), 27, 1, 0.05, 5.0)[0]
+    assert z == pytest.approx((norm.isf(0.05 / 54) + norm.ppf(0.8)) * 2.0, rel=1e-3)
+    small = needed_effect(np.array([0.1]), np.array([np.nan]), 27, 1, 0.05, 5.0)[0]
+    assert small == pytest.approx(5.0 + norm.ppf(0.8) * 0.1, rel=1e-3)
+    more = needed_effect(np.array([2.0]), np.array([np.nan]), 54, 2, 0.05, 5.0)[0]
+    assert more > z
