@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from scipy.special import expit
 from scipy.stats import norm
+from scipy.stats import t as student
 
 from vignette_bench.stats import strata
 from vignette_bench.stats.partner_balance import PARTNER_BALANCED, POSITION_CONFOUNDED, stratum_tests
@@ -95,3 +96,23 @@ def test_needed_effect_passes_bh_simes_and_the_minimum():
     assert small == pytest.approx(5.0 + norm.ppf(0.8) * 0.1, rel=1e-3)
     more = needed_effect(np.array([2.0]), np.array([np.nan]), 54, 2, 0.05, 5.0)[0]
     assert more > z
+
+
+def test_needed_effect_is_found_80_percent_of_the_time_by_a_t_test_with_the_minimum_floor():
+    # the case the benchmark met (issue 33): a t test whose threshold c·ŝ sits near the 5 pp minimum, so a
+    # replicate's estimated se decides which binds; the needed effect must still be found 80% of the time
+    se, df, m, k = 1.57, 50.0, 9, 3
+    need = float(needed_effect(se, df, m, k, 0.05, 5.0))
+    crit = float(student.isf(0.05 / (2 * m * k), df))
+    rng = np.random.default_rng(3)
+    est = rng.normal(need, se, 400_000)
+    s_hat = se * np.sqrt(rng.chisquare(df, est.size) / df)
+    found = np.mean((est >= 5.0) & (est >= crit * s_hat))
+    assert found == pytest.approx(0.8, abs=0.005)
+    # the former closed form, max(c se, min) + t_0.8 se, falls short of 80% here
+    old = max(crit * se, 5.0) + float(student.ppf(0.8, df)) * se
+    assert need > old + 0.1
+    assert np.mean((est - need + old >= 5.0) & (est - need + old >= crit * s_hat)) < 0.78
+    # arrays: NaN where se is not finite, shapes kept
+    got = needed_effect(np.array([se, np.nan]), np.array([df, df]), m, np.array([k, k]), 0.05, 5.0)
+    assert got.shape == (2,) and got[0] == pytest.approx(need) and np.isnan(got[1])
