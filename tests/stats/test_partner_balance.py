@@ -75,14 +75,23 @@ def test_a_side_term_against_the_side_share_is_refused():
 
 
 def test_fixed_order_is_per_stratum():
-    both = pd.DataFrame({"left": ["a", "b"], "right": ["b", "a"], "stratum": ["f", "m"]})
-    assert strata.fixed_order(both)  # each gender saw the pair in one order: genders must not mirror each other
-    assert not strata.fixed_order(both.assign(stratum="f"))
-    # an order drawn per pair image: a few pairs happen to be seen in one order only; not a fixed-order design
-    mixed = pd.DataFrame({"left": ["a", "b", "a", "c", "b", "c"], "right": ["b", "a", "c", "a", "c", "b"]})
-    mixed = pd.concat([mixed, pd.DataFrame({"left": ["a"], "right": ["d"]})]).assign(stratum="f")
-    assert strata.one_order_share(mixed["left"].to_numpy(), mixed["right"].to_numpy()) == 0.25
-    assert not strata.fixed_order(mixed)
+    # six identities, every pair in three images, one order per gender, the genders' orders mirrored
+    ids = "abcdef"
+    rows = [
+        {"left": x if g == "f" else y, "right": y if g == "f" else x, "image": f"{x}{y}{k}", "stratum": g}
+        for g in "fm"
+        for i, x in enumerate(ids)
+        for y in ids[i + 1 :]
+        for k in range(3)
+    ]
+    both = pd.DataFrame(rows)
+    assert strata.fixed_order(both)  # each gender saw every pair in one order: genders must not mirror each other
+    assert not strata.fixed_order(both.assign(stratum="f"))  # pooled, every pair is seen in both orders
+    # an order drawn per pair image: some pairs happen to be seen in one order only; not a fixed-order design
+    multi, one_order, p = strata.one_order_test(
+        *(both.assign(stratum="f")[c].to_numpy() for c in ("left", "right", "image"))
+    )
+    assert (multi, one_order) == (15, 0) and p == pytest.approx(1.0)
 
 
 def test_combine_is_the_equal_weight_mean_with_its_variance():

@@ -20,18 +20,42 @@ import pandas as pd
 from vignette_bench.stats import distributions
 
 
-def one_order_share(left: np.ndarray, right: np.ndarray) -> float:
-    """The share of unordered pairs of distinct identities that were shown in one order only."""
-    seen = {(a, b) for a, b in zip(left.tolist(), right.tolist()) if a != b}
-    pairs = {tuple(sorted(k)) for k in seen}
-    return sum(1 for a, b in seen if (b, a) not in seen) / len(pairs) if pairs else 0.0
+def one_order_test(left: np.ndarray, right: np.ndarray, image: np.ndarray) -> tuple[int, int, float]:
+    """Whether pair order was fixed by the design rather than drawn per pair image.
+
+    A presentation is one (left, right, image) triple. Under a design that draws the order of every pair
+    image at random, an unordered pair shown in k presentations is seen in one order only with probability
+    2^(1-k); a pair shown once says nothing about the design. Returns (pairs with two or more presentations,
+    how many of them were seen in one order only, the one-sided p value of that count under random orders:
+    the exact upper tail of the Poisson-binomial of those probabilities)."""
+    seen: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
+    for a, b, im in zip(left.tolist(), right.tolist(), image.tolist()):
+        if a != b:
+            seen.setdefault(tuple(sorted((str(a), str(b)))), set()).add((str(a), str(b), str(im)))  # type: ignore[arg-type]
+    chance, one_order = [], 0
+    for shown in seen.values():
+        if len(shown) < 2:
+            continue
+        chance.append(2.0 ** (1 - len(shown)))
+        one_order += len({(a, b) for a, b, _ in shown}) == 1
+    tail = np.zeros(len(chance) + 1)  # distribution of the count, built one pair at a time
+    tail[0] = 1.0
+    for q in chance:
+        tail[1:] = tail[1:] * (1 - q) + tail[:-1] * q
+        tail[0] *= 1 - q
+    return len(chance), one_order, min(1.0, float(tail[one_order:].sum()))
 
 
-def fixed_order(frame: pd.DataFrame, stratum: str = "stratum") -> bool:
-    """Whether some stratum of the answers (columns left, right, `stratum`) shows most of its pairs in one order
-    only: the original design's fixed order (1.0), not a design that draws an order per pair image, where a few
-    pairs of a small run happen to be seen in one order (about 1/8 of them with four images per pair)."""
-    return any(one_order_share(g["left"].to_numpy(), g["right"].to_numpy()) > 0.5 for _, g in frame.groupby(stratum))
+def fixed_order(frame: pd.DataFrame, stratum: str = "stratum", alpha: float = 1e-3) -> bool:
+    """Whether some stratum of the answers (columns left, right, image, `stratum`) shows most of its pairs in one
+    fixed order: the original VIGNETTE design, where every pair keeps one order across all its images. Only pairs
+    shown in two or more presentations count: a small run of a design that draws an order per pair image shows
+    most pairs once (one order, by construction) and must keep the side-balanced tests; see `one_order_test`."""
+    for _, g in frame.groupby(stratum):
+        multi, one_order, p = one_order_test(g["left"].to_numpy(), g["right"].to_numpy(), g["image"].to_numpy())
+        if multi and one_order > multi / 2 and p < alpha:
+            return True
+    return False
 
 
 def combine(effect: np.ndarray, se: np.ndarray, df: np.ndarray, alpha: float = 0.05) -> dict[str, float]:
