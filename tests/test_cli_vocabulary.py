@@ -49,11 +49,11 @@ OWN_FLAGS: dict[str, set[str]] = {
         "--max-hash-distance",
         "--no-face",
         "--workers",
-        "--rerender-failures",
+        "--retry-invalid",
         "--device",
     },
     "build shard": {
-        "--format",
+        "--image-format",
         "--quality",
         "--max-shard-mb",
         "--taxonomy",
@@ -63,7 +63,7 @@ OWN_FLAGS: dict[str, set[str]] = {
         "--license",
     },
     "build verify": {"--decode"},
-    "build sample": {"--format", "--quality", "--identities", "--activities", "--renders-per-cell"},
+    "build sample": {"--image-format", "--quality", "--identities", "--activities", "--renders-per-cell"},
     "build photos": {"--rows", "--taxonomy", "--quality"},
     "build news": {"--images", "--rows", "--skip-bad", "--rows-per-shard", "--placeholder"},
     "build reduce": {"--quality"},
@@ -103,12 +103,15 @@ OWN_FLAGS: dict[str, set[str]] = {
     "leaderboard build": {"--entries", "--strict", "--keys", "--read-other-sources"},
     "leaderboard export": {"--link"},
     "news answer": {"--robustness", "--batch-size", "--retry-invalid"},
-    "news judge": {"--answers", "--judge", "--batch-size", "--max-new-tokens", "--retry-failures"},
+    "news judge": {"--answers", "--judge", "--batch-size", "--max-new-tokens", "--retry-invalid"},
     "news results": {"--answers", "--judgements", "--judge-id", "--compare"},
     "news demo": {"--judge", "--judge-max-new-tokens"},
     "explain": {"--question", "--layer", "--image"},
     "serve": {"--host", "--port", "--served-model-name"},
-    "upload": {"--entries", "--metrics", "--stage", "--wheel", "--private", "--dry-run"},
+    "upload dataset": {"--private", "--dry-run"},
+    "upload metrics": {"--metrics", "--stage", "--wheel", "--private", "--dry-run"},
+    "upload results": {"--entries", "--stage", "--private", "--dry-run"},
+    "upload card": set(),
     "demo": {"--tiny-pairs", "--random-pairs"},
 }
 
@@ -125,7 +128,8 @@ READS_SOURCE = {
     "annotate export",
     "news answer",
     "news judge",
-    "upload",
+    "upload dataset",
+    "upload card",
 }
 
 
@@ -170,8 +174,9 @@ def long_flags(parsers: list[argparse.ArgumentParser]) -> set[str]:
 
 
 def test_the_vocabulary_is_one_word_per_idea():
-    assert not set(cli_options.SHARED) & set(cli_options.REFUSED)
-    assert set(cli_options.REFUSED.values()) - set(cli_options.SHARED) == {"RUN (positional)"}
+    assert not set(cli_options.VOCABULARY) & set(cli_options.REFUSED)
+    assert set(cli_options.SHARED) <= set(cli_options.VOCABULARY)
+    assert set(cli_options.REFUSED.values()) - set(cli_options.VOCABULARY) == {"RUN (positional)"}
     assert set(OWN_FLAGS) == set(ALL), "declare the new command's own flags in OWN_FLAGS (or drop a gone one)"
     for name, own in OWN_FLAGS.items():
         assert not own & set(cli_options.SHARED), f"{name}: a shared flag is not an own flag"
@@ -342,7 +347,7 @@ def test_an_old_spelling_gets_a_hint_naming_the_new_one(name, monkeypatch, capsy
     hinted = {old: new for old, new in table.items() if old not in taken and new in taken}
     assert hinted or not {*table.values()} & taken, f"vignette {name}: no old spelling to try"
     for old, new in hinted.items():
-        for typed in ([old, "1"], [f"{old}=1"]):
+        for typed in ([["a/folder"]] if old.endswith(" (positional)") else [[old, "1"], [f"{old}=1"]]):
             assert cli.main([*name.split(), *typed]) == 2
             err = capsys.readouterr().err
             assert err.endswith(f"vignette {name}: error: {old} is now {new}\n"), err
