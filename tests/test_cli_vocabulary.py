@@ -15,6 +15,7 @@ import shlex
 import sys
 import types
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -370,3 +371,93 @@ def test_show_names_the_config_flag_for_the_old_positional(monkeypatch, capsys):
     )
     assert cli.main(["show", "--index", "0", "--out", "x.png"]) == 2
     assert "--config CONFIG" in capsys.readouterr().err
+
+
+def spelling_problems(parsers: dict[str, argparse.ArgumentParser]) -> list[str]:
+    """Where the commands' parsers spell one idea two ways or give one spelling two meanings (empty: none).
+
+    One idea, one spelling: a flag that several commands take is declared in `cli_options.VOCABULARY` and means
+    the same there (the same action; the same choices where they are listed); no command takes another spelling
+    of an idea (`cli_options.REFUSED`) or its own old one (`cli_options.RENAMED`). Lists follow one rule: a
+    KEY=VALUE setting is one value per use of a repeated flag; several values after one flag are files."""
+    problems = []
+    takers: dict[str, list[tuple[str, argparse.Action]]] = {}
+    for name, parser in parsers.items():
+        taken = set(parser._option_string_actions)
+        taken |= {f"{a.metavar} (positional)" for a in parser._actions if not a.option_strings}
+        for old in sorted(taken & {*cli_options.REFUSED, *cli_options.RENAMED.get(name, {})}):
+            new = cli_options.REFUSED.get(old) or cli_options.RENAMED[name][old]
+            problems.append(f"vignette {name} takes {old}, another spelling of {new}")
+        for action in parser._actions:
+            for flag in action.option_strings:
+                if flag.startswith("--") and flag != "--help":
+                    takers.setdefault(flag, []).append((name, action))
+            values = [action.metavar or "", *(action.default if isinstance(action.default, list) else [])]
+            if any("=" in str(v) for v in values):
+                if not isinstance(action, argparse._AppendAction) or action.nargs is not None:
+                    problems.append(
+                        f"vignette {name} {action.option_strings or action.metavar}: KEY=VALUE settings repeat "
+                        f"the flag, one per use (as --filter), not {action.nargs or 'one'} value(s) after it"
+                    )
+    for flag, where in sorted(takers.items()):
+        names = [name for name, _ in where]
+        if len(where) > 1 and flag not in cli_options.VOCABULARY:
+            problems.append(f"{flag} is taken by {', '.join(names)}: declare it in cli_options.VOCABULARY")
+        kinds = {type(a).__name__ for _, a in where}
+        choices = {(name, tuple(a.choices)) for name, a in where if a.choices is not None}
+        if len(kinds) > 1 or len({c for _, c in choices}) > 1:
+            means = "; ".join(f"{name}: {type(a).__name__} {list(a.choices or [])}" for name, a in where)
+            problems.append(f"{flag} means different things ({means}): give each idea its own word")
+    return problems
+
+
+def test_no_idea_has_two_spellings(monkeypatch, capsys):
+    parsers = {name: parser_of(name, monkeypatch, capsys) for name in sorted(ALL)}
+    problems = spelling_problems(parsers)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_vocabulary_is_documented():
+    text = (Path(__file__).parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
+    missing = [flag for flag in cli_options.VOCABULARY if f"`{flag}" not in text]
+    assert not missing, f"docs/cli.md does not name {missing} (cli_options.VOCABULARY)"
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines() if line.startswith("| `")]
+    before = {row[0].strip("`"): row[1] for row in rows if len(row) == 3}  # | command | before | now |
+    undocumented = [
+        f"{name} {old}"
+        for name, table in cli_options.RENAMED.items()
+        for old in table
+        if f"`{old.split(' (')[0]}" not in before.get(name, "")
+    ]
+    assert not undocumented, f"docs/cli.md's table of renamed spellings lacks {undocumented}"
+
+
+def test_the_spelling_check_finds_two_spellings_and_two_meanings():
+    """What the walk above refuses, on parsers built as main's were before issue 36 (item 4)."""
+
+    def parser(*options: tuple[str, dict]) -> argparse.ArgumentParser:
+        p = argparse.ArgumentParser()
+        for flag, kw in options:
+            p.add_argument(flag, **kw)
+        return p
+
+    codec = parser(("--format", {"choices": ("jpeg", "webp")}))
+    kind = parser(("--format", {"choices": ("vignette-csv", "table")}))
+    judge = parser(("--retry-failures", {"action": "store_true"}))
+    run = parser(("--variants", {"nargs": "+", "default": ["paraphrase=0", "modality=image"]}))
+    verify = argparse.ArgumentParser()
+    verify.add_argument("source", metavar="SOURCE")
+    problems = spelling_problems(
+        {"build shard": codec, "import": kind, "news judge": judge, "run": run, "build verify": verify}
+    )
+    assert any(p.startswith("--format means different things") for p in problems), problems
+    assert "vignette news judge takes --retry-failures, another spelling of --retry-invalid" in problems
+    assert any(p.startswith("vignette run ['--variants']: KEY=VALUE settings repeat the flag") for p in problems)
+    assert "vignette build verify takes SOURCE (positional), another spelling of --source" in problems
+    assert "vignette build shard takes --format, another spelling of --image-format" in problems
+    assert len(problems) == 5, problems
+    shared = parser(("--stage", {}))
+    assert spelling_problems({"a": shared, "b": parser(("--stage", {}))}) == []
+    assert spelling_problems({"a": parser(("--staging", {})), "b": parser(("--staging", {}))}) == [
+        "--staging is taken by a, b: declare it in cli_options.VOCABULARY"
+    ]
