@@ -348,7 +348,7 @@ def test_an_old_spelling_gets_a_hint_naming_the_new_one(name, monkeypatch, capsy
     hinted = {old: new for old, new in table.items() if old not in taken and new in taken}
     assert hinted or not {*table.values()} & taken, f"vignette {name}: no old spelling to try"
     for old, new in hinted.items():
-        for typed in ([["a/folder"]] if old.endswith(" (positional)") else [[old, "1"], [f"{old}=1"]]):
+        for typed in [["a/folder"]] if old.endswith(" (positional)") else [[old, "1"], [f"{old}=1"]]:
             assert cli.main([*name.split(), *typed]) == 2
             err = capsys.readouterr().err
             assert err.endswith(f"vignette {name}: error: {old} is now {new}\n"), err

@@ -76,7 +76,9 @@ def dataset_main(args: argparse.Namespace) -> int:
     source = Path(args.source)
 
     def plan(api, consult: bool) -> list[Step]:
-        steps = dataset_plan(source, args.repo, private=args.private, remote=_listing(api, args.repo, "dataset", consult))
+        steps = dataset_plan(
+            source, args.repo, private=args.private, remote=_listing(api, args.repo, "dataset", consult)
+        )
         from vignette_bench.upload.card import START
 
         if START not in (source / "README.md").read_text():
@@ -99,7 +101,10 @@ def metrics_main(args: argparse.Namespace) -> int:
     def plan(api, consult: bool) -> list[Step]:
         stage = Path(args.stage or tempfile.mkdtemp(prefix="vignette-spaces-"))
         remotes = (
-            {f"{args.repo}/{n}": _listing(api, f"{args.repo}/{n}", "space", consult) for n in metric_names(Path(args.metrics))}
+            {
+                f"{args.repo}/{n}": _listing(api, f"{args.repo}/{n}", "space", consult)
+                for n in metric_names(Path(args.metrics))
+            }
             if "/" not in args.repo
             else {}
         )

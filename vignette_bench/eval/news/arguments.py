@@ -22,7 +22,9 @@ def answer_add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--robustness", action="store_true", help=f"temperature {ROBUSTNESS_TEMPERATURE} instead of 0")
     parser.add_argument("--batch-size", type=int, default=4, help="questions per model call (default 4)")
     opt.limit(parser, default=None, help="only the first N items")
-    parser.add_argument("--retry-invalid", action="store_true", help="ask again where the answer is invalid (did not parse)")
+    parser.add_argument(
+        "--retry-invalid", action="store_true", help="ask again where the answer is invalid (did not parse)"
+    )
 
 
 def judge_add_arguments(parser: argparse.ArgumentParser) -> None:
