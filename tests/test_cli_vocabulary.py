@@ -5,6 +5,8 @@ The walk covers the whole registry (`vignette_bench.cli.COMMANDS`), in-process: 
 the ones a user can type. A flag must be shared (`cli_options.SHARED`) or declared for its command
 below; a spelling in `cli_options.REFUSED` is refused everywhere. Adding a command or an option means
 adding it here, which is the moment to ask whether the vocabulary already has a word for it.
+`test_no_idea_has_two_spellings` checks the whole registry at once against `cli_options.VOCABULARY`: one
+spelling per idea, one idea per spelling, KEY=VALUE settings repeated.
 """
 
 from __future__ import annotations
@@ -461,3 +463,39 @@ def test_the_spelling_check_finds_two_spellings_and_two_meanings():
     assert spelling_problems({"a": parser(("--staging", {})), "b": parser(("--staging", {}))}) == [
         "--staging is taken by a, b: declare it in cli_options.VOCABULARY"
     ]
+
+
+def test_a_second_key_value_after_a_repeated_flag_says_to_repeat_it(capsys):
+    """`run --variants` was space-separated KEY=VALUES; now it repeats like --filter, and the old form is named."""
+    base = ["run", "--source", "s", "--config", "portraits", "--model", "random", "--out", "o"]
+    for old in (["--variants", "paraphrase=0,1", "modality=image"], ["--variants=paraphrase=0,1", "modality=image"]):
+        assert cli.main([*base, *old]) == 2
+        assert capsys.readouterr().err.endswith(
+            "vignette run: error: --variants takes one KEY=VALUES per use: repeat it "
+            "(--variants paraphrase=0,1 --variants modality=image)\n"
+        )
+    assert cli.main([*base, "--filter", "gender=female", "dimensions=religion"]) == 2
+    assert "repeat it (--filter gender=female --filter dimensions=religion)" in capsys.readouterr().err
+    assert cli.main([*base, "--variants", "wording=1"]) == 2  # a wrong KEY is a usage error naming the keys
+    assert "KEY one of paraphrase, option_style, modality" in capsys.readouterr().err
+
+
+def test_the_repeated_variants_parse_to_the_wordings_asked(monkeypatch, capsys):
+    from vignette_bench.formats.run_record import Variants
+
+    run = parser_of("run", monkeypatch, capsys)
+    base = ["--source", "s", "--config", "portraits", "--model", "random", "--out", "o"]
+    args = run.parse_args([*base, "--variants", "paraphrase=0,1", "--variants", "modality=image,text"])
+    assert Variants.parse(args.variants) == Variants(paraphrases=(0, 1), modalities=("image", "text"))
+    assert Variants.parse(run.parse_args(base).variants) == Variants()  # the default: one wording
+    assert Variants.parse(run.parse_args([*base, "--variants", "all"]).variants) == Variants.all()
+
+
+def test_upload_is_a_group_of_commands(capsys):
+    assert cli.main(["upload", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"  {name}" in out for name in ("dataset", "metrics", "results", "card")), out
+    assert cli.main(["upload", "results", "--source", "leaderboard/entries", "--repo", "o/r"]) == 2
+    assert capsys.readouterr().err.endswith("vignette upload results: error: --source is now --entries\n")
+    assert cli.main(["build", "verify", "my_source"]) == 2
+    assert capsys.readouterr().err.endswith("vignette build verify: error: SOURCE (positional) is now --source\n")

@@ -12,9 +12,12 @@ One idea, one flag:
 ``RUN``       run folders (``vignette run --out``) are positional, ``RUN`` or ``RUN ...``
 
 ``--sample`` is only the sampling plan of ``vignette run``; ``--items`` only the items.json of
-``vignette annotate score``. `tests/test_cli_vocabulary.py` walks every command and refuses a flag
-that is neither shared here nor declared for its command, and every spelling in `REFUSED`; `vignette`
-answers a spelling in `REFUSED` or `RENAMED` with ``error: OLD is now NEW`` (`old_spelling`).
+``vignette annotate score``. `VOCABULARY` holds every flag several commands take (these helpers' and
+``--retry-invalid``, ``--image-format``, ``--batch-size`` ...) with the idea's other spellings.
+`tests/test_cli_vocabulary.py` walks every command and refuses a flag that is neither shared here nor
+declared for its command, a flag two commands take with two meanings or missing from `VOCABULARY`, and
+every other or old spelling; `vignette` answers one (`REFUSED`, `RENAMED`) with ``error: OLD is now NEW``
+(`old_spelling`), and a second ``KEY=VALUE`` after a flag that takes one per use with how to repeat it.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ VOCABULARY: dict[str, tuple[str, tuple[str, ...]]] = {
     "--retry-invalid": (
         "do again what came out invalid: re-ask invalid answers (run, news answer), re-judge failed "
         "judgements (news judge), re-render renders that failed the check (build check)",
-        ("--retry-failures", "--rerender-failures", "--retry-failed", "--retry"),
+        ("--retry-failures", "--rerender-failures", "--retry-failed"),
     ),
     "--image-format": ("the image codec a build writes: jpeg or webp", ("--codec", "--image-codec")),
     "--format": ("the kind of answers `import` reads (vignette-csv, table, inspect, lmms-eval)", ("--input-format",)),
