@@ -47,7 +47,6 @@ OWN_FLAGS: dict[str, set[str]] = {
         "--taxonomy",
     },
     "build check": {
-        "--table",
         "--min-std",
         "--max-hash-distance",
         "--no-face",
@@ -70,7 +69,7 @@ OWN_FLAGS: dict[str, set[str]] = {
     "build photos": {"--rows", "--taxonomy", "--quality"},
     "build news": {"--images", "--rows", "--skip-bad", "--rows-per-shard", "--placeholder"},
     "build reduce": {"--quality"},
-    "build specs": {"--configs", "--rows-per-file"},
+    "build specs": {"--configs", "--rows-per-shard"},
     "build protocol-sample": {"--configs", "--rows-per-shard"},
     "info": {"--json"},
     "show": {"--config", "--index", "--seam"},
@@ -106,7 +105,7 @@ OWN_FLAGS: dict[str, set[str]] = {
     "leaderboard build": {"--entries", "--strict", "--keys", "--read-other-sources"},
     "leaderboard export": {"--link"},
     "news answer": {"--robustness", "--batch-size", "--retry-invalid"},
-    "news judge": {"--answers", "--judge", "--batch-size", "--max-new-tokens", "--retry-invalid"},
+    "news judge": {"--answers", "--judge", "--batch-size", "--judge-max-new-tokens", "--retry-invalid"},
     "news results": {"--answers", "--judgements", "--judge-id", "--compare"},
     "news demo": {"--judge", "--judge-max-new-tokens"},
     "explain": {"--question", "--layer", "--image"},
@@ -424,7 +423,10 @@ def test_the_vocabulary_is_documented():
     missing = [flag for flag in cli_options.VOCABULARY if f"`{flag}" not in text]
     assert not missing, f"docs/cli.md does not name {missing} (cli_options.VOCABULARY)"
     rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines() if line.startswith("| `")]
-    before = {row[0].strip("`"): row[1] for row in rows if len(row) == 3}  # | command | before | now |
+    before: dict[str, str] = {}
+    for row in rows:
+        if len(row) == 3:  # | command | before | now |
+            before[row[0].strip("`")] = before.get(row[0].strip("`"), "") + row[1]
     undocumented = [
         f"{name} {old}"
         for name, table in cli_options.RENAMED.items()

@@ -64,7 +64,8 @@ VOCABULARY: dict[str, tuple[str, tuple[str, ...]]] = {
     "--identities": ("identity names, comma-separated", ()),
     "--activities": ("activity names, comma-separated", ()),
     "--renders-per-cell": ("k renders of every cell and portrait", ()),
-    "--rows-per-shard": ("rows per parquet shard", ()),
+    "--rows-per-shard": ("rows per parquet file a build writes", ("--rows-per-file",)),
+    "--judge-max-new-tokens": ("the token budget of a judgement (news)", ()),
     "--read-other-sources": ("let an entry name a source other than the board's", ()),
 }
 
@@ -79,8 +80,10 @@ RENAMED: dict[str, dict[str, str]] = {
     "build specs": {"--out": "--source"},
     "build news": {"--sample": "--placeholder"},
     "build photos": {"--labels": "--rows"},  # --label RUN=NAME is report's and compare's: one word, one idea
+    "build check": {"--table": "--out"},  # the table is what check creates
     "build shard": {"--format": "--image-format"},  # --format is the kind of answers `import` reads
     "build sample": {"--format": "--image-format"},
+    "news judge": {"--max-new-tokens": "--judge-max-new-tokens"},  # as news demo, which also has the answerer's
     "news demo": {"--items": "--limit"},
     "leaderboard export": {"--source-url": "--link"},
     "upload metrics": {"--metrics-dir": "--metrics"},

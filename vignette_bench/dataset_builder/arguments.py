@@ -82,7 +82,7 @@ def render_add_arguments(p: argparse.ArgumentParser) -> None:
 def check_add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("renders", type=Path, metavar="RENDERS", help="render folder (<key>.png + <key>.json)")
     p.add_argument(
-        "--table", type=Path, default=None, help="results table, .parquet or .csv (default RENDERS/check.parquet)"
+        "--out", type=Path, default=None, help="results table, .parquet or .csv (default RENDERS/check.parquet)"
     )
     p.add_argument(
         "--min-std",
@@ -183,7 +183,7 @@ def specs_add_arguments(p: argparse.ArgumentParser) -> None:
     opt.source(p, type=Path, required=True, help="source folder (with renders/index.parquet and taxonomy/)")
     p.add_argument("--configs", default=None, help="comma-separated pair configs (default: all four)")
     p.add_argument(
-        "--rows-per-file", type=int, default=ROWS_PER_FILE, help=f"rows per parquet file (default {ROWS_PER_FILE})"
+        "--rows-per-shard", type=int, default=ROWS_PER_FILE, help=f"rows per parquet file (default {ROWS_PER_FILE})"
     )
 
 

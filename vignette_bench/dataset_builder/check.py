@@ -286,7 +286,7 @@ def main(args: argparse.Namespace) -> int:
         n = rerender_failures(args.renders, results, device=args.device)
         print(f"re-rendered {n} failure(s) with new seeds; checking again", file=sys.stderr)
         results = check_renders(args.renders, settings, workers=args.workers)
-    table = write_table(results, args.table or Path(args.renders) / "check.parquet")
+    table = write_table(results, args.out or Path(args.renders) / "check.parquet")
     failed = [r for r in results if not r.ok]
     for r in failed:
         print(f"FAIL {r.key}: {r.reasons}")

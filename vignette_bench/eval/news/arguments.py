@@ -39,7 +39,7 @@ def judge_add_arguments(parser: argparse.ArgumentParser) -> None:
     opt.out(parser, required=True, help="judgements jsonl (appended to; reruns resume)")
     parser.add_argument("--batch-size", type=int, default=4, help="questions per model call (default 4)")
     parser.add_argument(
-        "--max-new-tokens",
+        "--judge-max-new-tokens",
         type=int,
         default=JUDGE_MAX_NEW_TOKENS,
         help=f"token budget of a judgement (default {JUDGE_MAX_NEW_TOKENS}: the longest reply its bounded schema allows)",
