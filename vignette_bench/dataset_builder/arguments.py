@@ -81,8 +81,8 @@ def render_add_arguments(p: argparse.ArgumentParser) -> None:
 
 def check_add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("renders", type=Path, metavar="RENDERS", help="render folder (<key>.png + <key>.json)")
-    p.add_argument(
-        "--out", type=Path, default=None, help="results table, .parquet or .csv (default RENDERS/check.parquet)"
+    opt.out(
+        p, type=Path, default=None, help="the results table it writes, .parquet or .csv (default RENDERS/check.parquet)"
     )
     p.add_argument(
         "--min-std",
