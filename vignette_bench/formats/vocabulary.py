@@ -20,4 +20,6 @@ FILTER_KEYS = (
     "exclude_near_synonyms",
     "representativeness",
 )
+# `vignette run --variants KEY=VALUES` keys (run_record.Variants): the wordings asked, lists comma-separated
+VARIANT_KEYS = ("paraphrase", "option_style", "modality")
 DEFAULT_SOURCE = "hf://datasets/vignette-bench/vignette"  # the published source id (it does not exist yet)

@@ -9,7 +9,7 @@ a doc has the same question id, prompt, image and option order as in `vignette r
 
 The settings come from environment variables (lmms-eval passes no arguments to a task's functions), named after
 `vignette run`'s options: VIGNETTE_SOURCE (required), VIGNETTE_SAMPLE, VIGNETTE_SEED, VIGNETTE_ORDERS,
-VIGNETTE_PARADIGMS (comma-separated), VIGNETTE_VARIANTS (space-separated, as `--variants`), VIGNETTE_FILTERS
+VIGNETTE_PARADIGMS (comma-separated), VIGNETTE_VARIANTS (`--variants` values, space-separated), VIGNETTE_FILTERS
 (`;`-separated key=value), VIGNETTE_SIZE (WxH). Unset ones take `vignette run`'s defaults.
 
 A chat backend gets the messages `vignette run`'s openai adapter sends (system turn with the choice

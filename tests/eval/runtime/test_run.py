@@ -77,7 +77,9 @@ def cli(source, out, model, *extra, python=True):
         "--no-progress",
         "--variants",
         "paraphrase=0",
+        "--variants",
         "option_style=identity",
+        "--variants",
         "modality=image,text",
         *extra,
     ]

@@ -157,7 +157,7 @@ def cache_key(judge_id: str, dimension: str, item: NewsItem, answer: dict[str, A
 
 
 def read_judgements(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a judgements file; where a key was judged again (--retry-failures) the last row wins."""
+    """Rows of a judgements file; where a key was judged again (--retry-invalid) the last row wins."""
     path = Path(path)
     rows: dict[str, dict[str, Any]] = {}
     for n, row in enumerate(scan_part(path).rows if path.exists() else [], 1):
@@ -286,8 +286,8 @@ def main(args: argparse.Namespace) -> int:
             build_adapter(args.judge),
             args.out,
             batch_size=args.batch_size,
-            max_new_tokens=args.max_new_tokens,
-            retry_failures=args.retry_failures,
+            max_new_tokens=args.judge_max_new_tokens,
+            retry_failures=args.retry_invalid,
         )
     except (BackendUnavailable, ValueError, ImportError) as e:  # a dead server, a bad spec: named, exit 2
         print(f"error: {e}", file=sys.stderr)
