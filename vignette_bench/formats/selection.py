@@ -10,25 +10,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from vignette_bench.formats.base import Format
-from vignette_bench.formats.pair_config import ConfigName
+from vignette_bench.formats.pair_config import ConfigName, PairFilters
 
-
-class SelectionFilters(BaseModel):
-    """The filters that were applied (null: no restriction), as `vignette.PairSpace` took them."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    gender: tuple[str, ...] | None
-    dimensions: tuple[str, ...] | None
-    identities: tuple[str, ...] | None
-    identity_match: Literal["all", "any"]
-    activities: tuple[str, ...] | None
-    time_use: tuple[str, ...] | None
-    exclude_near_synonyms: bool
-    representativeness: tuple[str, ...] | None
+SelectionFilters = PairFilters  # the filters that were applied, as `vignette.PairSpace` took them (older name)
 
 
 class SelectionRecord(Format):
@@ -44,7 +29,7 @@ class SelectionRecord(Format):
     source: str  # the source root URL (or absolute folder)
     config: ConfigName
     split: str  # as given, e.g. "test" or "test[:100]"
-    filters: SelectionFilters
+    filters: PairFilters  # the filters applied (null: no restriction)
     orders: Literal["rule", "both", "balanced"]
     sample: int | None  # pairs sampled; null: every pair
     seed: int | None  # the sample's seed; null without a sample
