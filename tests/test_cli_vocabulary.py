@@ -17,15 +17,13 @@ import shlex
 import sys
 import types
 from collections.abc import Iterator
+from importlib.machinery import ModuleSpec
 from pathlib import Path
 
 import pytest
 
 from vignette_bench import cli, cli_options
 from vignette_bench.errors import VignetteError
-
-# The loader's `info` and `show` still parse their own argv (vignette.py is being split into
-# vignette_bench/loader/; they get add_arguments/main there). Nothing else may.
 
 # Each command's own flags (beyond cli_options.SHARED).
 OWN_FLAGS: dict[str, set[str]] = {
@@ -186,13 +184,20 @@ def test_the_vocabulary_is_one_word_per_idea():
 
 
 @pytest.mark.parametrize("name", sorted(ALL))
-def test_every_command_has_add_arguments_and_main(name):
+def test_the_table_names_each_parser_and_main_once(name):
+    """`COMMANDS` is the one place a job's parser and main are named: both resolve, and the job's module does not
+    carry the parser a second time (a re-export would be a second way to build it)."""
     import importlib
 
     entry = ALL[name]
-    module = importlib.import_module(entry.module)
-    assert callable(getattr(module, f"{entry.attr}add_arguments", None)), f"{name}: no {entry.attr}add_arguments"
-    assert callable(getattr(module, f"{entry.attr}main", None)), f"{name}: no {entry.attr}main"
+    (where, parser), (job_module, job) = (entry.arguments.split(":"), entry.main.split(":"))
+    add_arguments = getattr(importlib.import_module(where), parser, None)
+    assert callable(add_arguments), f"{name}: {entry.arguments} is not a function"
+    assert callable(getattr(importlib.import_module(job_module), job, None)), f"{name}: {entry.main} is not a function"
+    if job_module != where:
+        module = importlib.import_module(job_module)
+        again = [attr for attr, value in vars(module).items() if value is add_arguments]
+        assert not again, f"{name}: {job_module} re-exports its parser as {again}; {entry.arguments} is its one home"
 
 
 @pytest.mark.parametrize("name", sorted(ALL))
@@ -232,9 +237,14 @@ def test_usage_errors_return_2_without_a_traceback(capsys):
     assert "unknown command 'nope'" in capsys.readouterr().err
 
 
+def job_of(module: types.ModuleType, help: str) -> cli.Command:
+    return cli.Command(help, arguments=f"{module.__name__}:add_arguments", main=f"{module.__name__}:main")
+
+
 @pytest.fixture
 def failing_command(monkeypatch):
     module = types.ModuleType("vignette_test_failing")
+    module.__spec__ = ModuleSpec(module.__name__, None)  # as if imported; no source for its help
     module.add_arguments = lambda p: p.add_argument("--what", default="index")  # type: ignore[attr-defined]
 
     def main(args):
@@ -242,7 +252,7 @@ def failing_command(monkeypatch):
 
     module.main = main  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setitem(cli.COMMANDS, "failing", cli.Command(module.__name__, "always fails"))
+    monkeypatch.setitem(cli.COMMANDS, "failing", job_of(module, "always fails"))
 
 
 def test_a_vignette_error_is_one_line_and_exit_2(failing_command, monkeypatch, capsys):
@@ -261,10 +271,11 @@ def test_vignette_debug_shows_the_traceback(failing_command, monkeypatch):
 
 def test_other_exceptions_keep_their_traceback(monkeypatch):
     module = types.ModuleType("vignette_test_buggy")
+    module.__spec__ = ModuleSpec(module.__name__, None)  # as if imported; no source for its help
     module.add_arguments = lambda p: None  # type: ignore[attr-defined]
     module.main = lambda args: 1 / 0  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setitem(cli.COMMANDS, "buggy", cli.Command(module.__name__, "a bug"))
+    monkeypatch.setitem(cli.COMMANDS, "buggy", job_of(module, "a bug"))
     with pytest.raises(ZeroDivisionError):
         cli.main(["buggy"])
 

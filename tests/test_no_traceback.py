@@ -110,10 +110,12 @@ def test_a_missing_optional_package_names_its_extra(stage: str, monkeypatch, cap
     `pip install "vignette-bench[...]"` that installs it; the core-install test (tests/packaging) runs it for real."""
     import sys
     import types
+    from importlib.machinery import ModuleSpec
 
     from vignette_bench import cli
 
     module = types.ModuleType("vignette_fake_job")
+    module.__spec__ = ModuleSpec(module.__name__, None)  # as if imported; no source for its help
 
     def add_arguments(parser) -> None:
         pass
@@ -130,7 +132,13 @@ def test_a_missing_optional_package_names_its_extra(stage: str, monkeypatch, cap
         )
     else:
         monkeypatch.setitem(sys.modules, "vignette_fake_job", module)
-    monkeypatch.setitem(cli.COMMANDS, "fake", cli.Command("vignette_fake_job", "a job needing an extra"))
+    monkeypatch.setitem(
+        cli.COMMANDS,
+        "fake",
+        cli.Command(
+            "a job needing an extra", arguments="vignette_fake_job:add_arguments", main="vignette_fake_job:main"
+        ),
+    )
     monkeypatch.delenv("VIGNETTE_DEBUG", raising=False)
     assert main(["fake"]) == 2
     err = capsys.readouterr().err
@@ -141,10 +149,12 @@ def test_a_missing_optional_package_names_its_extra(stage: str, monkeypatch, cap
 def test_a_missing_module_outside_the_extras_stays_a_bug(monkeypatch) -> None:
     import sys
     import types
+    from importlib.machinery import ModuleSpec
 
     from vignette_bench import cli
 
     module = types.ModuleType("vignette_fake_job")
+    module.__spec__ = ModuleSpec(module.__name__, None)  # as if imported; no source for its help
     module.add_arguments = lambda parser: None  # type: ignore[attr-defined]
 
     def job(args) -> int:
@@ -152,6 +162,10 @@ def test_a_missing_module_outside_the_extras_stays_a_bug(monkeypatch) -> None:
 
     module.main = job  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "vignette_fake_job", module)
-    monkeypatch.setitem(cli.COMMANDS, "fake", cli.Command("vignette_fake_job", "a broken job"))
+    monkeypatch.setitem(
+        cli.COMMANDS,
+        "fake",
+        cli.Command("a broken job", arguments="vignette_fake_job:add_arguments", main="vignette_fake_job:main"),
+    )
     with pytest.raises(ModuleNotFoundError):
         main(["fake"])

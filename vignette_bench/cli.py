@@ -1,9 +1,9 @@
 """`vignette`: one command for every job.
 
-Each job is a module with ``add_arguments(parser)`` and ``main(args) -> int`` (a module that holds
-several jobs names them by an attribute prefix: ``create_add_arguments``, ``create_main``); a module
-is imported only when its command runs, so ``vignette --help`` and ``vignette info`` start without
-torch, diffusers or transformers. Options share one vocabulary (`vignette_bench.cli_options`). To
+Each job is one line of ``COMMANDS``: its parser ``add_arguments(parser)``, in a light module, and its
+``main(args) -> int``, each named as ``"module:function"``; the job's module is imported only when its
+command runs, so ``vignette --help`` and every ``vignette COMMAND --help`` start without torch, diffusers
+or transformers. Options share one vocabulary (`vignette_bench.cli_options`). To
 add a job, add one line to ``COMMANDS`` (or a group).
 
 Errors: a `vignette_bench.errors.VignetteError` escaping a job prints ``error: <message>`` on stderr
@@ -17,21 +17,22 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
 class Command:
-    """A job: the module whose ``{attr}add_arguments(parser)`` and ``{attr}main(args)`` run it."""
+    """A job: where its parser and its main live, each as ``"module:function"``; nothing else names them."""
 
-    module: str
     help: str
-    attr: str = ""
-    # "module:function" of a light module's parser builder (imports nothing heavy), so that
-    # `vignette COMMAND --help` and usage errors never import the job; default: the job's own
-    # {attr}add_arguments (tests/test_startup.py checks that no parser imports a heavy library)
-    arguments: str | None = None
+    # add_arguments(parser), in a light module (imports nothing heavy), so that `vignette COMMAND --help`
+    # and usage errors never import the job (tests/test_startup.py checks that no parser imports a heavy library)
+    arguments: str
+    # main(args) -> int, imported only once the arguments parse; its help text is read from its source: the
+    # function's docstring, or the module's for a function named `main` (a module of one job)
+    main: str
 
 
 @dataclass(frozen=True)
@@ -44,95 +45,112 @@ class Group:
 
 BUILD = "vignette_bench.dataset_builder"
 EVAL = "vignette_bench.eval"
-LEADERBOARD = f"{EVAL}.leaderboard.command"
+LEADERBOARD = f"{EVAL}.leaderboard"
+LOADER = "vignette_bench.loader.cli"
 
 COMMANDS: dict[str, Command | Group] = {
     "build": Group(
         "build a source: render, check, shard, verify; a placeholder sample; news",
         {
             "render": Command(
-                f"{BUILD}.render",
                 "render images with a diffusers text-to-image pipeline (resumable, split by rank)",
                 arguments=f"{BUILD}.arguments:render_add_arguments",
+                main=f"{BUILD}.render:main",
             ),
             "check": Command(
-                f"{BUILD}.check",
                 "check renders: decodable, size, not blank, no near-duplicates, a face visible",
                 arguments=f"{BUILD}.arguments:check_add_arguments",
+                main=f"{BUILD}.check:main",
             ),
             "shard": Command(
-                f"{BUILD}.shard",
                 "pack renders into WebDataset shards and write renders/index.parquet",
                 arguments=f"{BUILD}.arguments:shard_add_arguments",
+                main=f"{BUILD}.shard:main",
             ),
             "verify": Command(
-                f"{BUILD}.verify",
                 "check that a source's index matches its shard bytes",
                 arguments=f"{BUILD}.arguments:verify_add_arguments",
+                main=f"{BUILD}.verify:main",
             ),
             "sample": Command(
-                f"{BUILD}.sample",
                 "build a small placeholder source folder (no model needed)",
                 arguments=f"{BUILD}.arguments:sample_add_arguments",
+                main=f"{BUILD}.sample:main",
             ),
             "photos": Command(
-                f"{BUILD}.photos",
                 "your own labelled photos as a source in the renders' layout",
                 arguments=f"{BUILD}.arguments:photos_add_arguments",
+                main=f"{BUILD}.photos:main",
             ),
-            "news": Command(f"{BUILD}.news", "package the news subset (images + rows -> parquet shards)"),
+            "news": Command(
+                "package the news subset (images + rows -> parquet shards)",
+                arguments=f"{BUILD}.news:add_arguments",
+                main=f"{BUILD}.news:main",
+            ),
             "reduce": Command(
-                f"{BUILD}.reduced",
                 "a reduced copy of every render, sized for composition (~4x faster pairs)",
                 arguments=f"{BUILD}.arguments:reduce_add_arguments",
+                main=f"{BUILD}.reduced:main",
             ),
             "specs": Command(
-                f"{BUILD}.pair_specs",
                 "the pair configs' rows without images as parquet (plain datasets configs)",
                 arguments=f"{BUILD}.arguments:specs_add_arguments",
+                main=f"{BUILD}.pair_specs:main",
             ),
             "protocol-sample": Command(
-                f"{BUILD}.protocol_sample",
                 "the leaderboard protocol's pairs with their images as parquet (plain datasets configs)",
                 arguments=f"{BUILD}.arguments:protocol_add_arguments",
+                main=f"{BUILD}.protocol_sample:main",
             ),
         },
     ),
-    "info": Command("vignette_bench.loader.cli", "pair configs of a source and their sizes", attr="info_"),
-    "show": Command("vignette_bench.loader.cli", "compose one pair and save it as an image", attr="show_"),
+    "info": Command(
+        "pair configs of a source and their sizes",
+        arguments=f"{LOADER}:info_add_arguments",
+        main=f"{LOADER}:info_main",
+    ),
+    "show": Command(
+        "compose one pair and save it as an image",
+        arguments=f"{LOADER}:show_add_arguments",
+        main=f"{LOADER}:show_main",
+    ),
     "run": Command(
-        f"{EVAL}.runtime.run",
         "put the benchmark's questions to a model (resumable, sharded)",
         arguments=f"{EVAL}.runtime.arguments:run_add_arguments",
+        main=f"{EVAL}.runtime.run:main",
     ),
     "merge": Command(
-        f"{EVAL}.runtime.merge",
         "join a run's log parts into responses.parquet, checking for gaps",
         arguments=f"{EVAL}.runtime.arguments:merge_add_arguments",
+        main=f"{EVAL}.runtime.merge:main",
     ),
     "import": Command(
-        f"{EVAL}.importing.command",
         "answers collected elsewhere (the original VIGNETTE CSVs, a table) as a run folder",
         arguments=f"{EVAL}.importing.arguments:import_add_arguments",
+        main=f"{EVAL}.importing.command:main",
     ),
     "report": Command(
-        f"{EVAL}.report.command",
         "tables, figures and verdicts from one or more runs",
         arguments=f"{EVAL}.report.arguments:report_add_arguments",
+        main=f"{EVAL}.report.command:main",
     ),
     "compare": Command(
-        f"{EVAL}.compare.command",
         "two runs identity by identity: deltas with cluster-robust CIs",
         arguments=f"{EVAL}.compare.arguments:compare_add_arguments",
+        main=f"{EVAL}.compare.command:main",
     ),
     "annotate": Group(
         "human validation of renders and pairs (papers/002, tables 9 and 10)",
         {
-            "export": Command("vignette_bench.annotate.export", "a seeded sample as one offline HTML annotation page"),
+            "export": Command(
+                "a seeded sample as one offline HTML annotation page",
+                arguments="vignette_bench.annotate.export:add_arguments",
+                main="vignette_bench.annotate.export:main",
+            ),
             "score": Command(
-                "vignette_bench.annotate.score",
                 "agreement % and Cohen's/Fleiss' kappa with CIs",
                 arguments="vignette_bench.annotate.arguments:score_add_arguments",
+                main="vignette_bench.annotate.score:main",
             ),
         },
     ),
@@ -140,49 +158,44 @@ COMMANDS: dict[str, Command | Group] = {
         "create, validate, verify, build and export leaderboard entries; keygen, init and check-pr for maintainers",
         {
             "create": Command(
-                LEADERBOARD,
                 "make an entry from a finished run",
-                attr="create_",
-                arguments=f"{EVAL}.leaderboard.arguments:create_add_arguments",
+                arguments=f"{LEADERBOARD}.arguments:create_add_arguments",
+                main=f"{LEADERBOARD}.command:create_main",
             ),
             "validate": Command(
-                LEADERBOARD,
                 "recompute an entry's numbers from its responses",
-                attr="validate_",
-                arguments=f"{EVAL}.leaderboard.arguments:validate_add_arguments",
+                arguments=f"{LEADERBOARD}.arguments:validate_add_arguments",
+                main=f"{LEADERBOARD}.command:validate_main",
             ),
             "verify": Command(
-                f"{EVAL}.leaderboard.verify",
                 "re-ask a random subset of an entry's questions with the named model",
-                arguments=f"{EVAL}.leaderboard.arguments:verify_add_arguments",
+                arguments=f"{LEADERBOARD}.arguments:verify_add_arguments",
+                main=f"{LEADERBOARD}.verify:main",
             ),
             "build": Command(
-                LEADERBOARD,
                 "validate every entry and render the board",
-                attr="build_",
-                arguments=f"{EVAL}.leaderboard.arguments:build_add_arguments",
+                arguments=f"{LEADERBOARD}.arguments:build_add_arguments",
+                main=f"{LEADERBOARD}.command:build_main",
             ),
             "export": Command(
-                LEADERBOARD,
                 "write the Hub model-repo eval-results file for an entry",
-                attr="export_",
-                arguments=f"{EVAL}.leaderboard.arguments:export_add_arguments",
+                arguments=f"{LEADERBOARD}.arguments:export_add_arguments",
+                main=f"{LEADERBOARD}.command:export_main",
             ),
             "keygen": Command(
-                f"{EVAL}.leaderboard.verify",
                 "make a maintainer key pair for signing verifications",
-                attr="keygen_",
-                arguments=f"{EVAL}.leaderboard.arguments:keygen_add_arguments",
+                arguments=f"{LEADERBOARD}.arguments:keygen_add_arguments",
+                main=f"{LEADERBOARD}.verify:keygen_main",
             ),
             "init": Command(
-                f"{EVAL}.leaderboard.template",
                 "make a board repository: entries, runs, maintainers.json and its CI workflow",
-                arguments=f"{EVAL}.leaderboard.ci_arguments:init_add_arguments",
+                arguments=f"{LEADERBOARD}.ci_arguments:init_add_arguments",
+                main=f"{LEADERBOARD}.template:main",
             ),
             "check-pr": Command(
-                f"{EVAL}.leaderboard.checkpr",
                 "the board's CI: refuse a pull request that does more than add valid entries",
-                arguments=f"{EVAL}.leaderboard.ci_arguments:check_pr_add_arguments",
+                arguments=f"{LEADERBOARD}.ci_arguments:check_pr_add_arguments",
+                main=f"{LEADERBOARD}.checkpr:main",
             ),
         },
     ),
@@ -190,41 +203,44 @@ COMMANDS: dict[str, Command | Group] = {
         "the news subset: open-ended answers, the LLM judge, results",
         {
             "answer": Command(
-                f"{EVAL}.news.answer",
                 "answer the news questions in JSON with a model",
                 arguments=f"{EVAL}.news.arguments:answer_add_arguments",
+                main=f"{EVAL}.news.answer:main",
             ),
             "judge": Command(
-                f"{EVAL}.news.judge",
                 "score answers with an LLM judge (bias, faithfulness, relevance)",
                 arguments=f"{EVAL}.news.arguments:judge_add_arguments",
+                main=f"{EVAL}.news.judge:main",
             ),
             "results": Command(
-                f"{EVAL}.news.results",
                 "results per model and attribute from judgements",
                 arguments=f"{EVAL}.news.arguments:results_add_arguments",
+                main=f"{EVAL}.news.results:main",
             ),
             "demo": Command(
-                f"{EVAL}.news.demo",
                 "offline news demo: placeholder sample, tiny VLM answers and judge",
                 arguments=f"{EVAL}.news.arguments:demo_add_arguments",
+                main=f"{EVAL}.news.demo:main",
             ),
         },
     ),
     "explain": Command(
-        f"{EVAL}.explain.pictures",
         "attention of an answer over the pair image, three panels",
         arguments=f"{EVAL}.explain.arguments:explain_add_arguments",
+        main=f"{EVAL}.explain.pictures:main",
     ),
-    "serve": Command(f"{EVAL}.serve.server", "serve a model behind an OpenAI-compatible chat API"),
+    "serve": Command(
+        "serve a model behind an OpenAI-compatible chat API",
+        arguments=f"{EVAL}.serve.server:add_arguments",
+        main=f"{EVAL}.serve.server:main",
+    ),
     "upload": Group(
         "push a source, metric modules or results to the Hub; complete a source's dataset card",
         {
             name: Command(
-                "vignette_bench.upload.command",
                 help,
-                attr=f"{name}_",
                 arguments=f"vignette_bench.upload.arguments:{name}_add_arguments",
+                main=f"vignette_bench.upload.command:{name}_main",
             )
             for name, help in (
                 ("dataset", "a source folder (card, taxonomy, renders, index) to a Hub dataset repo"),
@@ -234,7 +250,11 @@ COMMANDS: dict[str, Command | Group] = {
             )
         },
     ),
-    "demo": Command(f"{EVAL}.demo", "the offline demo: placeholder source, random and tiny models, report"),
+    "demo": Command(
+        "the offline demo: placeholder source, random and tiny models, report",
+        arguments=f"{EVAL}.demo:add_arguments",
+        main=f"{EVAL}.demo:main",
+    ),
 }
 
 
@@ -286,26 +306,26 @@ def _main(argv: list[str] | None) -> int:
         return _run(entry, words, args)
 
 
+def _function(where: str) -> Callable[..., Any]:
+    """The function a table entry names as ``"module:function"`` (imports the module)."""
+    module, name = where.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def _run(entry: Command, words: list[str], args: list[str]) -> int:
     from vignette_bench.errors import VignetteError, known_failure, missing_extra
 
     prog = " ".join(words)
-    if entry.arguments is None:
-        try:
-            module = importlib.import_module(entry.module)
-        except ModuleNotFoundError as error:  # a job whose parser lives in its module: --help needs it too
-            extra = missing_extra(error, f"`{prog}`")
-            if extra is None or os.environ.get("VIGNETTE_DEBUG", "") not in ("", "0"):
-                raise
-            print(f"error: {extra}", file=sys.stderr)
-            return 2
-        job = getattr(module, f"{entry.attr}main")
-        add_arguments = getattr(module, f"{entry.attr}add_arguments")
-        description = (job.__doc__ if entry.attr else None) or module.__doc__
-    else:  # the job's module is imported only once its arguments parse: --help stays light
-        where, name = entry.arguments.split(":")
-        add_arguments = getattr(importlib.import_module(where), name)
-        description = _docstring(entry.module, f"{entry.attr}main" if entry.attr else None)
+    try:  # the parser's module only: the job's is imported once its arguments parse, so --help stays light
+        add_arguments = _function(entry.arguments)
+    except ModuleNotFoundError as error:  # a parser beside its job, in a module that needs an extra
+        extra = missing_extra(error, f"`{prog}`")
+        if extra is None or os.environ.get("VIGNETTE_DEBUG", "") not in ("", "0"):
+            raise
+        print(f"error: {extra}", file=sys.stderr)
+        return 2
+    module, function = entry.main.split(":")
+    description = _docstring(module, None if function == "main" else function)
     parser = argparse.ArgumentParser(
         prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -320,9 +340,7 @@ def _run(entry: Command, words: list[str], args: list[str]) -> int:
     except SystemExit as done:  # --help, or a usage error argparse has already printed
         return done.code if isinstance(done.code, int) else 2
     try:
-        if entry.arguments is not None:
-            job = getattr(importlib.import_module(entry.module), f"{entry.attr}main")
-        return int(job(parsed) or 0)
+        return int(_function(entry.main)(parsed) or 0)
     except ModuleNotFoundError as error:  # an optional package of a missing extra: name the extra to install
         extra = missing_extra(error, f"`{prog}`")
         if extra is None or os.environ.get("VIGNETTE_DEBUG", "") not in ("", "0"):

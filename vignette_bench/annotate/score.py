@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 
 from vignette_bench.annotate.agreement import agreement_table
-from vignette_bench.annotate.arguments import score_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.annotate.criteria import CRITERIA, FORMAT, VISUAL_CUES
 from vignette_bench.errors import VignetteError
 

@@ -31,7 +31,6 @@ from PIL import Image, UnidentifiedImageError
 from tqdm.auto import tqdm
 
 from vignette_bench.dataset_builder.arguments import CheckSettings
-from vignette_bench.dataset_builder.arguments import check_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.records import RecordError, RenderRecord, stable_seed
 from vignette_bench.dataset_builder.shard import INPUT_IMAGE_SUFFIXES
 

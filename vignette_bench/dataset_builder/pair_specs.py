@@ -18,7 +18,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from vignette_bench.dataset_builder.arguments import ROWS_PER_FILE
-from vignette_bench.dataset_builder.arguments import specs_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 
 SPECS_DIR = "pairs"
 

@@ -26,7 +26,6 @@ from typing import Any
 import pandas as pd
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from vignette_bench.dataset_builder.arguments import photos_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.card import write_card
 from vignette_bench.dataset_builder.records import RenderRecord, spec_for
 from vignette_bench.dataset_builder.shard import write_shards

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from vignette_bench.dataset_builder.arguments import PROTOCOL_ROWS_PER_SHARD
-from vignette_bench.dataset_builder.arguments import protocol_add_arguments as add_arguments  # noqa: F401 (light parser module)
 from vignette_bench.errors import VignetteError
 
 PROTOCOL_DIR = "protocol"

@@ -31,7 +31,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vignette_bench.dataset_builder.arguments import DEFAULT_QUALITY, DEFAULT_TILE
-from vignette_bench.dataset_builder.arguments import reduce_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.shard import INDEX_PATH, _add, read_image_bytes
 from vignette_bench.formats.render_index import REDUCED_COLUMNS
 

@@ -31,7 +31,6 @@ from tqdm.auto import tqdm
 
 from vignette_bench import cli_options as opt
 from vignette_bench.dataset_builder.arguments import DEFAULT_MODEL
-from vignette_bench.dataset_builder.arguments import render_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.records import RecordError, RenderRecord, RenderSpec, plan_renders
 from vignette_bench.taxonomy import load_taxonomy
 

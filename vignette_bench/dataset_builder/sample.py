@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vignette_bench.dataset_builder.arguments import SAMPLE_ACTIVITIES, SAMPLE_IDENTITIES
-from vignette_bench.dataset_builder.arguments import sample_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.card import write_card
 from vignette_bench.dataset_builder.placeholder import draw_placeholder
 from vignette_bench.dataset_builder.records import RenderRecord, RenderSpec, plan_renders

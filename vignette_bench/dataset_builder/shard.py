@@ -29,7 +29,6 @@ from PIL import Image, UnidentifiedImageError
 from tqdm.auto import tqdm
 
 from vignette_bench.dataset_builder.arguments import DEFAULT_MAX_SHARD_BYTES
-from vignette_bench.dataset_builder.arguments import shard_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.records import RecordError, RenderRecord, plan_order, read_record
 from vignette_bench.errors import VignetteError
 from vignette_bench.remote import http_options

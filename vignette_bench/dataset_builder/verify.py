@@ -20,7 +20,6 @@ import fsspec
 import pandas as pd
 from tqdm.auto import tqdm
 
-from vignette_bench.dataset_builder.arguments import verify_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.records import RecordError, RenderRecord, validate_record
 from vignette_bench.dataset_builder.shard import INDEX_PATH, ShardError, read_image_bytes, scan_shard
 from vignette_bench.loader.reader import MAX_INDEX_BYTES

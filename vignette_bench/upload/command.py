@@ -15,12 +15,6 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from vignette_bench.upload.arguments import (  # noqa: F401  re-exported: each job's parser (cli.py reads them there)
-    card_add_arguments,
-    dataset_add_arguments,
-    metrics_add_arguments,
-    results_add_arguments,
-)
 from vignette_bench.upload.plan import Step, describe, execute, remote_listing
 from vignette_bench.upload.targets import UploadError, build_project_wheel, dataset_plan, metric_names, metrics_plan
 

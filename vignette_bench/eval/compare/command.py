@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from vignette_bench import atomic
 from vignette_bench.eval.analysis.compare import Comparison, compare_frames
 from vignette_bench.eval.analysis.names import label_for, parse_labels, run_label
-from vignette_bench.eval.compare.arguments import compare_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.runs import Run, RunError, index_digest, load_run
 
 if TYPE_CHECKING:

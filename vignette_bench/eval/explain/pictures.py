@@ -25,7 +25,6 @@ import numpy as np
 from PIL import Image
 
 from vignette_bench.errors import VignetteError
-from vignette_bench.eval.explain.arguments import explain_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.explain.attention import AttentionSummary
 from vignette_bench.eval.runtime.folder import RunFolder
 

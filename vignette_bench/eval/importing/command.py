@@ -7,7 +7,6 @@ from pathlib import Path
 
 from vignette_bench.errors import VignetteError
 from vignette_bench.eval.importing.arguments import DEFAULT_MAX_MB
-from vignette_bench.eval.importing.arguments import import_add_arguments as add_arguments
 from vignette_bench.eval.importing.core import (
     Answers,
     Identities,
@@ -22,7 +21,7 @@ from vignette_bench.eval.importing.core import (
 from vignette_bench.formats.run_record import DatasetProvenance, ImportedFile, RunSettings
 from vignette_bench.taxonomy import load_taxonomy
 
-__all__ = ["add_arguments", "main"]
+__all__ = ["main"]
 
 MAX_IMPORT_BYTES = DEFAULT_MAX_MB * 1024**2
 MEMORY_PER_SOURCE_BYTE = 8  # peak RSS per source byte, measured by benchmarks/import_memory.py (BENCHMARKS.md)

@@ -36,7 +36,6 @@ from typing import Any
 
 from vignette_bench.errors import VignetteError
 from vignette_bench.eval.leaderboard import boardfiles as bf
-from vignette_bench.eval.leaderboard.ci_arguments import check_pr_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.leaderboard.official import Official
 
 LINK, SUBMODULE, REGULAR = "120000", "160000", "100644"

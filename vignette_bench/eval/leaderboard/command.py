@@ -6,8 +6,9 @@ verify ENTRY --model SPEC [--limit 50]                                 re-ask a 
 build [--entries leaderboard/entries] [--out leaderboard/site]         validate all, then the board (MD + HTML page)
 export ENTRY --repo ORG/vignette [--out DIR]                           .eval_results/*.yaml for the model's Hub repo
 
-Each is its own command (`vignette_bench.cli` names ``<name>_add_arguments`` and ``<name>_main``);
-``verify`` lives in `vignette_bench.eval.leaderboard.verify`.
+Each is its own command: `vignette_bench.cli`'s table names its parser (in the light
+`vignette_bench.eval.leaderboard.arguments`) and its ``<name>_main`` here; ``verify`` lives in
+`vignette_bench.eval.leaderboard.verify`.
 """
 
 from __future__ import annotations
@@ -17,10 +18,6 @@ import sys
 from pathlib import Path
 
 from vignette_bench.eval.leaderboard import verify as verify_cmd
-from vignette_bench.eval.leaderboard.arguments import build_add_arguments as build_add_arguments  # noqa: F401 (the parser lives in a light module)
-from vignette_bench.eval.leaderboard.arguments import create_add_arguments as create_add_arguments  # noqa: F401 (the parser lives in a light module)
-from vignette_bench.eval.leaderboard.arguments import export_add_arguments as export_add_arguments  # noqa: F401 (the parser lives in a light module)
-from vignette_bench.eval.leaderboard.arguments import validate_add_arguments as validate_add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.leaderboard.board import build, collect, export
 from vignette_bench.eval.leaderboard.contribute import create_in_board
 from vignette_bench.eval.leaderboard.entry import EntryError, validate

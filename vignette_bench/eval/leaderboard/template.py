@@ -15,7 +15,6 @@ from pathlib import Path
 
 from vignette_bench import __version__
 from vignette_bench.errors import VignetteError
-from vignette_bench.eval.leaderboard.ci_arguments import init_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 
 WORKFLOW_PATH = ".github/workflows/board.yml"
 

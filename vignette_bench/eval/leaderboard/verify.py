@@ -62,8 +62,6 @@ import numpy as np
 from scipy import stats
 
 from vignette_bench.eval.leaderboard import signing
-from vignette_bench.eval.leaderboard.arguments import keygen_add_arguments as keygen_add_arguments  # noqa: F401 (the parser lives in a light module)
-from vignette_bench.eval.leaderboard.arguments import verify_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.leaderboard.entry import EntryError, validate
 from vignette_bench.eval.leaderboard.official import Official
 from vignette_bench.eval.leaderboard.official import from_args as official_from

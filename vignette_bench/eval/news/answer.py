@@ -24,7 +24,6 @@ from tqdm import tqdm
 
 from vignette_bench.eval.adapters.base import ModelAdapter, TextRequest
 from vignette_bench.eval.news.arguments import ROBUSTNESS_TEMPERATURE
-from vignette_bench.eval.news.arguments import answer_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.news.data import NewsDataError, NewsItem, load_news, news_items
 from vignette_bench.eval.news.json_reply import parse_json_object
 from vignette_bench.eval.news.schemas import ANSWER_CHARS, ANSWER_MAX_NEW_TOKENS, ANSWER_SCHEMA, RATIONALE_CHARS

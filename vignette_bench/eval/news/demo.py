@@ -21,7 +21,6 @@ from vignette_bench.dataset_builder.news import build_news_sample
 from vignette_bench.eval.adapters.spec import build_adapter
 from vignette_bench.eval.analysis.names import display_id
 from vignette_bench.eval.news.answer import ANSWERS_FILE, answer_news, read_answers
-from vignette_bench.eval.news.arguments import demo_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.news.data import load_news, news_items
 from vignette_bench.eval.news.fixture import FixtureJudge
 from vignette_bench.eval.news.judge import judge_answers, read_judgements

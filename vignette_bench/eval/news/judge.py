@@ -28,7 +28,6 @@ from vignette_bench.eval.adapters.base import ModelAdapter, TextRequest
 from vignette_bench.eval.news.answer import read_answers
 from vignette_bench.eval.news.arguments import DEFAULT_JUDGE as DEFAULT_JUDGE
 from vignette_bench.eval.news.arguments import JUDGE_MAX_NEW_TOKENS
-from vignette_bench.eval.news.arguments import judge_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.news.data import NewsDataError, NewsItem, load_news, news_items
 from vignette_bench.eval.news.json_reply import parse_json_object
 from vignette_bench.eval.news.schemas import JUDGE_SCHEMA, SNIPPET_CHARS

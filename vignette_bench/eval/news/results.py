@@ -24,7 +24,6 @@ from scipy import stats
 
 from vignette_bench.eval.analysis.names import display_id
 from vignette_bench.eval.news.answer import read_answers
-from vignette_bench.eval.news.arguments import results_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.news.fixture import FIXTURE_NOTE, is_fixture
 from vignette_bench.eval.news.judge import DIMENSIONS, read_judgements
 

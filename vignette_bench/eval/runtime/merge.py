@@ -22,7 +22,6 @@ from typing import Any
 import pyarrow as pa
 
 from vignette_bench.errors import VignetteError
-from vignette_bench.eval.runtime.arguments import merge_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.questions import QuestionBuilder
 from vignette_bench.eval.runtime.runlog import iter_part, tail_state

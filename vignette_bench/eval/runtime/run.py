@@ -45,7 +45,6 @@ from tqdm.auto import tqdm
 
 from vignette_bench.errors import VignetteError
 from vignette_bench.eval.adapters.base import BackendUnavailable, ChoiceRequest, ModelAdapter, is_backend_failure
-from vignette_bench.eval.runtime.arguments import run_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.merge import MergeError, merge
 from vignette_bench.eval.runtime.plan import PairSource, Plan, open_pairs, plan_for
