@@ -47,11 +47,11 @@ class Run:
 
 def load_run(run_dir: str | Path) -> Run:
     folder = RunFolder(run_dir)
-    run_dir, parquet = folder.path, folder.responses_path
+    run_dir, parquet = folder.path, folder.responses.path
     if not run_dir.is_dir():
         raise RunError(f"{run_dir}: not a folder; pass the RUN_DIR written by `vignette run`")
     if not parquet.is_file():
-        logs = folder.log_files()
+        logs = folder.log.files()
         hint = (
             (
                 f" ({len(logs)} log file(s) found: the run has not finished or was not merged; "
@@ -62,9 +62,9 @@ def load_run(run_dir: str | Path) -> Run:
         )
         raise RunError(f"{parquet}: missing{hint}")
     record = None
-    if folder.has_record():
+    if folder.record.exists():
         try:
-            record = folder.read_record()  # older records are migrated; a bad one is named with its key
+            record = folder.record.read()  # older records are migrated; a bad one is named with its key
         except RecordError as e:
             raise RunError(str(e)) from None
     frame = read_responses(parquet)  # the one reader: ids unique, rows agree with their choice (ResponsesError)
@@ -73,9 +73,9 @@ def load_run(run_dir: str | Path) -> Run:
         raise RunError(f"{parquet}: missing column(s) {missing_cols}; see docs/FORMATS.md (Responses)")
     problems = []
     if record is None:
-        problems.append(f"{folder.record_path} is missing: model id, revision and settings are unknown")
+        problems.append(f"{folder.record.path} is missing: model id, revision and settings are unknown")
     if frame.empty:
-        problems.append(f"{folder.RESPONSES} has no rows: nothing was answered")
+        problems.append(f"{folder.responses.path.name} has no rows: nothing was answered")
     else:
         valid = frame.groupby("paradigm")["valid"].sum()
         for p, n in valid.items():

@@ -43,9 +43,9 @@ def stage_results(entries_dir: Path, repo_id: str, stage: Path) -> Path:
         eid = entry["entry_id"]
         # each entry's responses sit where a run folder keeps them, under the entry's id
         run = RunFolder(stage / "runs" / eid)
-        run.write_responses_bytes(read_responses(entry, path))
+        run.responses.write_bytes(read_responses(entry, path))
         entry = json.loads(json.dumps(entry))
-        entry["responses"]["location"] = f"hf://datasets/{repo_id}/{run.responses_path.relative_to(stage).as_posix()}"
+        entry["responses"]["location"] = f"hf://datasets/{repo_id}/{run.responses.path.relative_to(stage).as_posix()}"
         write_entry(entry, stage / "entries" / f"{eid}.json")
         verified = verification_path(path, eid)  # bound to the entry less its location: still valid after the move
         if verified.is_file() or verified.is_symlink():

@@ -7,8 +7,9 @@ import pyarrow as pa
 import pytest
 
 from tests.eval.runtime.test_record import V0, full_record
+from vignette_bench.atomic import atomic_write
 from vignette_bench.dataset_builder.sample import build_sample
-from vignette_bench.eval.runtime.folder import RunFolder, atomic_write
+from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.merge import merge
 from vignette_bench.eval.runtime.run import RunSettings, run
 from vignette_bench.formats.responses import RESPONSE_SCHEMA
@@ -22,28 +23,28 @@ def leftovers(folder) -> list[str]:
 
 def test_file_names_come_from_the_folder(tmp_path):
     f = RunFolder(tmp_path / "r").create()
-    assert f.log_dir.is_dir()
-    assert f.record_path == tmp_path / "r" / "run.json" and f.plan_path == tmp_path / "r" / "plan.parquet"
-    assert f.responses_path == tmp_path / "r" / "responses.parquet" and f.taxonomy_dir == tmp_path / "r" / "taxonomy"
-    assert f.part_path(3) == tmp_path / "r" / "log" / "part-00003.jsonl"
-    assert f.sessions_path == tmp_path / "r" / "log" / "sessions.jsonl"
+    assert f.log.path.is_dir()
+    assert f.record.path == tmp_path / "r" / "run.json" and f.plan.path == tmp_path / "r" / "plan.parquet"
+    assert f.responses.path == tmp_path / "r" / "responses.parquet" and f.taxonomy.path == tmp_path / "r" / "taxonomy"
+    assert f.log.part_path(3) == tmp_path / "r" / "log" / "part-00003.jsonl"
+    assert f.log.sessions_path == tmp_path / "r" / "log" / "sessions.jsonl"
     for rank in (1, 0):
-        with f.part_writer(rank) as w:
+        with f.log.writer(rank) as w:
             w.append([{"question_id": f"q{rank}"}])
-    f.append_session({"rank": 0})
-    assert f.part_paths() == [f.part_path(0), f.part_path(1)]  # sessions.jsonl is not a part
-    assert [r["question_id"] for r in f.rows()] == ["q0", "q1"] and len(f.log_files()) == 3
+    f.log.append_session({"rank": 0})
+    assert f.log.part_paths() == [f.log.part_path(0), f.log.part_path(1)]  # sessions.jsonl is not a part
+    assert [r["question_id"] for r in f.log.rows()] == ["q0", "q1"] and len(f.log.files()) == 3
 
 
 def test_atomic_writes_leave_no_temp_files(tmp_path):
     f = RunFolder(tmp_path).create()
-    f.write_record(full_record())
-    f.write_plan(pa.table({"pair_id": ["p0", "p1"], "key_left": ["a", "b"], "key_right": ["c", "d"]}))
-    f.write_responses(pa.Table.from_pylist([], schema=RESPONSE_SCHEMA))
-    f.write_record(full_record())  # replacing an existing file, too
+    f.record.write(full_record())
+    f.plan.write(pa.table({"pair_id": ["p0", "p1"], "key_left": ["a", "b"], "key_right": ["c", "d"]}))
+    f.responses.write(pa.Table.from_pylist([], schema=RESPONSE_SCHEMA))
+    f.record.write(full_record())  # replacing an existing file, too
     assert leftovers(tmp_path) == []
-    assert f.read_record() == full_record() and f.read_plan(columns=["pair_id"]).column(0).to_pylist() == ["p0", "p1"]
-    assert f.read_responses().schema == RESPONSE_SCHEMA
+    assert f.record.read() == full_record() and f.plan.read(columns=["pair_id"]).column(0).to_pylist() == ["p0", "p1"]
+    assert f.responses.read().schema == RESPONSE_SCHEMA
 
 
 def test_a_failed_write_keeps_the_old_file_and_no_temp(tmp_path):
@@ -61,13 +62,13 @@ def test_a_failed_write_keeps_the_old_file_and_no_temp(tmp_path):
 
 def test_migrate_rewrites_a_version_0_record_once(tmp_path):
     f = RunFolder(tmp_path)
-    f.record_path.write_text(json.dumps(V0, indent=2))
-    assert f.migrate() is True
-    on_disk = json.loads(f.record_path.read_text())
+    f.record.path.write_text(json.dumps(V0, indent=2))
+    assert f.record.migrate() is True
+    on_disk = json.loads(f.record.path.read_text())
     settings = {**V0["settings"], "orders": "rule"}  # version 2 records the sides; every older run took the rule's
     model = {k: v for k, v in V0["model"].items() if k != "model_revision"} | {"revision": ""}  # version 3: one key
     assert on_disk == {**V0, "settings": settings, "model": model, "schema_version": 4} and leftovers(tmp_path) == []
-    assert f.migrate() is False
+    assert f.record.migrate() is False
 
 
 @pytest.fixture(scope="module")
@@ -87,17 +88,17 @@ def test_a_run_folder_from_before_schema_version_merges_and_resumes(source, tmp_
     settings = RunSettings(source=source, config="portraits", model="random", seed=2, sample=2, image_size=(96, 48))
     first = run(settings, tmp_path, progress=False)
     f = RunFolder(tmp_path)
-    data = json.loads(f.record_path.read_text())
+    data = json.loads(f.record.path.read_text())
     assert data.pop("schema_version") == 4
-    assert RunRecord.from_json(data) == f.read_record()  # the key is all that changed
-    f.record_path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    before = f.read_responses()
-    os.remove(f.responses_path)
-    assert merge(tmp_path).written == f.responses_path and f.read_responses().equals(before)
+    assert RunRecord.from_json(data) == f.record.read()  # the key is all that changed
+    f.record.path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    before = f.responses.read()
+    os.remove(f.responses.path)
+    assert merge(tmp_path).written == f.responses.path and f.responses.read().equals(before)
     again = run(settings, tmp_path, progress=False)
     assert again.asked == 0 and again.skipped == first.asked > 0
-    assert "schema_version" not in json.loads(f.record_path.read_text())  # a resume leaves the old record alone
-    assert f.read_responses().equals(before) and leftovers(tmp_path) == []
+    assert "schema_version" not in json.loads(f.record.path.read_text())  # a resume leaves the old record alone
+    assert f.responses.read().equals(before) and leftovers(tmp_path) == []
 
 
 def test_a_version_1_run_folder_reads_as_the_rule_order_and_resumes_with_it(source, tmp_path):
@@ -107,16 +108,16 @@ def test_a_version_1_run_folder_reads_as_the_rule_order_and_resumes_with_it(sour
     )
     first = run(settings, tmp_path, progress=False)
     f = RunFolder(tmp_path)
-    data = json.loads(f.record_path.read_text())
+    data = json.loads(f.record.path.read_text())
     del data["settings"]["orders"]
     data["schema_version"] = 1
-    f.record_path.write_text(json.dumps(data))
-    assert f.read_record().settings.orders == "rule" and f.read_record().schema_version == 4
+    f.record.path.write_text(json.dumps(data))
+    assert f.record.read().settings.orders == "rule" and f.record.read().schema_version == 4
     from vignette_bench.cli import main as vignette
 
     args = ["run", "--source", source, "--config", "portraits", "--model", "random", "--seed", "2", "--sample", "2"]
     assert vignette([*args, "--size", "96x48", "--out", str(tmp_path), "--no-progress"]) == 0  # no --orders
-    assert f.read_responses().num_rows == first.asked and json.loads(f.record_path.read_text())["schema_version"] == 1
+    assert f.responses.read().num_rows == first.asked and json.loads(f.record.path.read_text())["schema_version"] == 1
 
 
 def test_stale_temporaries_of_dead_processes_are_removed_and_live_ones_kept(tmp_path):
@@ -126,7 +127,7 @@ def test_stale_temporaries_of_dead_processes_are_removed_and_live_ones_kept(tmp_
     import subprocess
     import sys
 
-    from vignette_bench.eval.runtime.folder import _writer, atomic_write
+    from vignette_bench.atomic import _writer
 
     folder = RunFolder(tmp_path / "run").create()
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
@@ -134,7 +135,7 @@ def test_stale_temporaries_of_dead_processes_are_removed_and_live_ones_kept(tmp_
     host = _writer().rsplit("-", 1)[0]
     stale = [
         folder.path / f".run.json.{host}-{dead_pid}.0123abcd.tmp",
-        folder.log_dir / f".sessions.jsonl.{host}-{dead_pid}.89abcdef.tmp",
+        folder.log.path / f".sessions.jsonl.{host}-{dead_pid}.89abcdef.tmp",
     ]
     stale_dir = folder.path / f".taxonomy.{host}-{dead_pid}.tmp"
     kept = [

@@ -99,9 +99,9 @@ def test_round_trip_through_json_text(tmp_path):
     assert data["dataset"]["mirror"] == "s3://bucket/vignette" and data["model"]["dtype"] == "bfloat16"
     assert RunRecord.from_json(json.loads(json.dumps(data))) == record
     folder = RunFolder(tmp_path)
-    folder.write_record(record)
-    assert folder.read_record() == record
-    back = folder.read_record()
+    folder.record.write(record)
+    assert folder.record.read() == record
+    back = folder.record.read()
     assert back.settings.filters == (("dimensions", "religion,age"), ("gender", "female"))
     assert back.settings.image_size == (448, 224) and back.model.pinned_revision == "a" * 40
     assert back.dataset.pinned_revision == "b" * 64
@@ -179,7 +179,7 @@ def test_a_bad_record_names_its_file_and_key(tmp_path, change, key, reason):
     path.parent.mkdir()
     path.write_text(json.dumps(data))
     with pytest.raises(RecordError) as caught:
-        RunFolder(path.parent).read_record()
+        RunFolder(path.parent).record.read()
     e = caught.value
     assert e.file == str(path) and e.key == key and reason in e.reason
     assert str(e).startswith(f"{path}: {key}: ")
@@ -188,7 +188,7 @@ def test_a_bad_record_names_its_file_and_key(tmp_path, change, key, reason):
 def test_a_record_that_is_not_json_names_its_file(tmp_path):
     (tmp_path / "run.json").write_text('{"settings": ')
     with pytest.raises(RecordError, match=r"run\.json: not valid JSON") as caught:
-        RunFolder(tmp_path).read_record()
+        RunFolder(tmp_path).record.read()
     assert caught.value.file == str(tmp_path / "run.json")
 
 

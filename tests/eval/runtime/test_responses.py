@@ -102,10 +102,10 @@ def test_an_older_run_without_render_keys_reads_them_as_null(tmp_path):
     old_schema = pa.schema([f for f in RESPONSE_SCHEMA if f.name not in ("key_left", "key_right")])
     row = {f.name: None for f in old_schema} | {"question_id": "q1", "pair_id": "p", "valid": True}
     folder = RunFolder(tmp_path)
-    folder.write_responses(pa.Table.from_pylist([row], schema=old_schema))
-    table = folder.read_responses()
+    folder.responses.write(pa.Table.from_pylist([row], schema=old_schema))
+    table = folder.responses.read()
     assert table.schema == RESPONSE_SCHEMA and table.column("key_left").to_pylist() == [None]
-    assert folder.read_responses(columns=["key_right", "pair_id"]).to_pylist() == [{"key_right": None, "pair_id": "p"}]
+    assert folder.responses.read(columns=["key_right", "pair_id"]).to_pylist() == [{"key_right": None, "pair_id": "p"}]
     # a log line of that time (no keys) merges as null too: merge builds the table with the schema
     assert pa.Table.from_pylist([row], schema=RESPONSE_SCHEMA).column("key_right").null_count == 1
     extra = pa.table({"question_id": ["q"], "attn_left_share": [0.5]})

@@ -94,11 +94,11 @@ def env(**extra):
 
 
 def part_path(run_dir, rank):
-    return RunFolder(run_dir).part_path(rank)
+    return RunFolder(run_dir).log.part_path(rank)
 
 
 def table(run_dir):
-    return pq.read_table(RunFolder(run_dir).responses_path)
+    return pq.read_table(RunFolder(run_dir).responses.path)
 
 
 def test_run_writes_schema_provenance_and_resumes_as_noop(source, tmp_path):
@@ -111,7 +111,7 @@ def test_run_writes_schema_provenance_and_resumes_as_noop(source, tmp_path):
     assert all(r["valid"] and r["choice"] in r["options"] for r in rows)
     assert {r["paradigm"] for r in rows} == {"stereotype"} and {r["direction"] for r in rows} == {"high", "low"}
     record = json.loads((tmp_path / "run.json").read_text())
-    assert record["schema_version"] == 4 and RunFolder(tmp_path).read_record().settings == s
+    assert record["schema_version"] == 4 and RunFolder(tmp_path).record.read().settings == s
     assert record["model"]["model_id"] == "reference/random-seed5"
     assert record["settings"]["seed"] == 5 and len(record["template_hash"]) == 16
     assert len(record["dataset"]["index_sha256"]) == 64 and record["dataset"]["selection"]["sample"] == 4

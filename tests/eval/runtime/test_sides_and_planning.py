@@ -43,8 +43,8 @@ def _settings(source: str, **kw) -> RunSettings:
 def test_answers_carry_the_plans_render_keys_and_balanced_sides(source, tmp_path):
     result = run(_settings(source, sample=20), tmp_path, progress=False)
     f = RunFolder(tmp_path)
-    plan = {r["pair_id"]: r for r in f.read_plan().to_pylist()}
-    rows = f.read_responses().to_pylist()
+    plan = {r["pair_id"]: r for r in f.plan.read().to_pylist()}
+    rows = f.responses.read().to_pylist()
     assert result.asked == len(rows) == 20 * 6 and len(plan) == 20
     for r in rows:
         p = plan[r["pair_id"]]
@@ -53,13 +53,13 @@ def test_answers_carry_the_plans_render_keys_and_balanced_sides(source, tmp_path
     left = Counter(p["identity_left"] for p in plan.values())
     offered = left + Counter(p["identity_right"] for p in plan.values())
     assert all(abs(left[i] - offered[i] / 2) <= 1 for i in offered)  # the default: balanced sides
-    assert f.read_record().settings.orders == "balanced"
-    assert f.read_plan().schema.metadata[b"vignette.orders"] == b"balanced"
+    assert f.record.read().settings.orders == "balanced"
+    assert f.plan.read().schema.metadata[b"vignette.orders"] == b"balanced"
 
 
 def test_both_orders_ask_each_sampled_pair_twice_mirrored(source, tmp_path):
     run(_settings(source, sample=5, orders="both"), tmp_path, progress=False)
-    plan = RunFolder(tmp_path).read_plan().to_pylist()
+    plan = RunFolder(tmp_path).plan.read().to_pylist()
     assert len(plan) == 10 and json.loads((tmp_path / "run.json").read_text())["settings"]["orders"] == "both"
     for a, b in zip(plan[::2], plan[1::2]):
         assert a["index"] == b["index"] and (a["key_left"], a["key_right"]) == (b["key_right"], b["key_left"])
@@ -113,10 +113,10 @@ def test_cli_sample_auto_records_the_plan(source, tmp_path, capsys):
     assert run_main(args) == 0
     err = capsys.readouterr().err
     assert "--sample auto:" in err and "icc 0.000" in err
-    record = RunFolder(tmp_path).read_record()
+    record = RunFolder(tmp_path).record.read()
     expected = plan_sample_size(_settings(source, filters=(("dimensions", "religion"),)), 45, 0.0)
     assert record.planning == json.loads(json.dumps(expected.to_json()))
     assert record.planning is not None and record.planning["detectable_effect_pp"] == 45
     assert not expected.capped and record.settings.sample == expected.pairs == record.planning["pairs"]
-    assert RunFolder(tmp_path).read_plan().num_rows == expected.pairs
+    assert RunFolder(tmp_path).plan.read().num_rows == expected.pairs
     assert run_main([*args[:-1], str(tmp_path / "bad"), "--sample", "lots"]) == 2

@@ -44,20 +44,22 @@ class Explained:
 def load_row(run_dir: Path, question_id: str) -> dict[str, Any]:
     """The response row of `question_id`: from the merged responses, else the latest in the run log."""
     folder = RunFolder(run_dir)
-    if folder.has_responses():
+    if folder.responses.exists():
         import pyarrow.parquet as pq
 
         from vignette_bench.formats.responses import check_table
 
-        table = folder.read_responses(filters=[("question_id", "==", question_id)])
-        written = pq.read_schema(folder.responses_path).names  # check what the file has, not the nulls added
-        check_table(table.select([c for c in table.column_names if c in written]), str(folder.responses_path))
+        table = folder.responses.read(filters=[("question_id", "==", question_id)])
+        written = pq.read_schema(folder.responses.path).names  # check what the file has, not the nulls added
+        check_table(table.select([c for c in table.column_names if c in written]), str(folder.responses.path))
         hits = table.to_pylist()
         if hits:
             return hits[-1]
-    rows = [r for r in folder.rows() if r.get("question_id") == question_id]
+    rows = [r for r in folder.log.rows() if r.get("question_id") == question_id]
     if not rows:
-        raise ExplainError(f"{run_dir}: no answer to question {question_id!r} in {folder.RESPONSES} or {folder.LOG}/")
+        raise ExplainError(
+            f"{run_dir}: no answer to question {question_id!r} in {folder.responses.path.name} or {folder.log.path.name}/"
+        )
     return rows[-1]
 
 
@@ -66,12 +68,12 @@ def pair_image(run_dir: Path, pair_id: str) -> Image.Image:
     from vignette_bench.eval.runtime.plan import pair_composer
 
     folder = RunFolder(run_dir)
-    settings = folder.read_record().settings  # a record without image_size is migrated to the default size
-    rows = folder.read_plan(
+    settings = folder.record.read().settings  # a record without image_size is migrated to the default size
+    rows = folder.plan.read(
         columns=["pair_id", "key_left", "key_right"], filters=[("pair_id", "==", pair_id)]
     ).to_pylist()
     if not rows:
-        raise ExplainError(f"{folder.plan_path} has no pair {pair_id!r}")
+        raise ExplainError(f"{folder.plan.path} has no pair {pair_id!r}")
     return pair_composer(settings).pair(rows[0]["key_left"], rows[0]["key_right"])
 
 
@@ -215,11 +217,11 @@ def attention_section(run_dir: str | Path, examples: int = 2) -> Any:
 
     run_dir = Path(run_dir)
     folder = RunFolder(run_dir)
-    if not folder.has_responses():
+    if not folder.responses.exists():
         return None
     from vignette_bench.formats.responses import read_responses
 
-    rows = read_responses(folder.responses_path)
+    rows = read_responses(folder.responses.path)
     if "attn_left_share" not in rows or rows["attn_left_share"].isna().all():
         return None
     a = rows[rows["attn_left_share"].notna()]

@@ -362,7 +362,7 @@ def write_run(
             format=fmt, files=tuple(files), not_recovered=tuple(not_recovered), consequences=tuple(consequences)
         ),
     )
-    return _write_whole(out, lambda folder: (folder.write_responses(table), folder.write_record(record)))
+    return _write_whole(out, lambda folder: (folder.responses.write(table), folder.record.write(record)))
 
 
 def _write_whole(out: Path, write: Any) -> Path:

@@ -27,7 +27,7 @@ def create_in_board(run: str | Path, *, by: str, entries: Path, location: str | 
     if location is not None:
         return write_new_entry(entry, path)
     target = entries.parent / "runs" / eid / "responses.parquet"
-    data = RunFolder(Path(run)).responses_path.read_bytes()
+    data = RunFolder(Path(run)).responses.path.read_bytes()
     if hashlib.sha256(data).hexdigest() != entry["responses"]["sha256"]:
         raise EntryError("responses", f"{run}: responses.parquet changed while the entry was made; run create again")
     entry["responses"]["location"] = f"../runs/{eid}/responses.parquet"

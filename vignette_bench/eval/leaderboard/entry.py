@@ -113,7 +113,7 @@ def create(
     ``entry_path`` (or absolute); publish the parquet and pass its URL for a pull request."""
     by = names.normal_submitter(by)
     run = load_run(run_dir)
-    parquet = RunFolder(run.path).responses_path
+    parquet = RunFolder(run.path).responses.path
     if run.responses.empty:
         raise EntryError("responses", f"{parquet} has no rows; nothing to enter")
     record = run.record

@@ -540,6 +540,6 @@ def write_run(run_dir: str | Path, spec: SimSpec) -> Path:
     folder = RunFolder(run_dir)
     folder.path.mkdir(parents=True, exist_ok=True)
     frame = simulate(spec)
-    folder.write_responses(pa.Table.from_pandas(frame, schema=RESPONSE_SCHEMA, preserve_index=False))
-    folder.write_record(record(spec, sorted(set(frame["config"]))))
+    folder.responses.write(pa.Table.from_pandas(frame, schema=RESPONSE_SCHEMA, preserve_index=False))
+    folder.record.write(record(spec, sorted(set(frame["config"]))))
     return folder.path

@@ -7,8 +7,11 @@
     log/sessions.jsonl       one line per session: rank, host, pid, batch size, command line
     responses.parquet        the merged answers (responses.py), written by merge
 
-Whole files are written atomically (a temp file in the same folder, fsync, os.replace), so a
-reader or a crash never meets half a file; the log is appended batch by batch instead.
+`RunFolder` names one piece per entry above, each a small class that owns its file or folder:
+``folder.record``, ``folder.plan``, ``folder.taxonomy``, ``folder.log`` and ``folder.responses``.
+
+Whole files are written atomically (a temp file in the same folder, fsync, os.replace; vignette_bench/atomic.py),
+so a reader or a crash never meets half a file; the log is appended batch by batch instead.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +33,139 @@ from vignette_bench.formats.responses import with_response_columns
 from vignette_bench.formats.run_record import RunRecord
 
 
+@dataclass(frozen=True)
+class RecordFile:
+    """run.json: the run record, read migrated to the current version."""
+
+    path: Path
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def read(self) -> RunRecord:
+        """The record, migrated to the current version; RecordError names the file and the bad key."""
+        return RunRecord.from_json(self.path.read_bytes(), str(self.path))
+
+    def write(self, record: RunRecord) -> Path:
+        text = json.dumps(record.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n"
+        return atomic_write(self.path, lambda tmp: tmp.write_text(text))
+
+    def migrate(self) -> bool:
+        """Rewrite an older record in the current version; False when it already was."""
+        data = json.loads(self.path.read_text())
+        record = RunRecord.from_json(data, str(self.path))
+        if isinstance(data, dict) and data.get("schema_version") == record.schema_version:
+            return False
+        self.write(record)
+        return True
+
+
+@dataclass(frozen=True)
+class TableFile:
+    """A parquet file of the folder (the plan), written whole."""
+
+    path: Path
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def read(self, columns: Sequence[str] | None = None, filters: Any = None) -> pa.Table:
+        return pq.read_table(self.path, columns=columns, filters=filters)
+
+    def write(self, table: pa.Table) -> Path:
+        return atomic_write(self.path, lambda tmp: pq.write_table(table, tmp))
+
+
+@dataclass(frozen=True)
+class ResponsesFile(TableFile):
+    """responses.parquet: the merged answers; older runs' files read with today's columns."""
+
+    def read(self, columns: Sequence[str] | None = None, filters: Any = None) -> pa.Table:
+        """The merged answers; columns an older run did not write (key_left, key_right) read as nulls."""
+        present = pq.read_schema(self.path).names
+        read = None if columns is None else [c for c in columns if c in present]
+        return with_response_columns(pq.read_table(self.path, columns=read, filters=filters), columns)
+
+    def write_bytes(self, data: bytes) -> Path:
+        """The exact bytes of a responses file (a copy whose sha256 is cited elsewhere)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return atomic_write(self.path, lambda tmp: tmp.write_bytes(data))
+
+
+@dataclass(frozen=True)
+class RunLog:
+    """log/: one append-only answer part per process (rank), and one line per session."""
+
+    path: Path
+    PART = "part-{rank:05d}.jsonl"
+    SESSIONS = "sessions.jsonl"
+
+    @property
+    def sessions_path(self) -> Path:
+        return self.path / self.SESSIONS
+
+    def part_path(self, rank: int) -> Path:
+        return self.path / self.PART.format(rank=rank)
+
+    def part_paths(self) -> list[Path]:
+        return sorted(self.path.glob("part-*.jsonl"))
+
+    def files(self) -> list[Path]:
+        """Every log file (parts and sessions): evidence that a run started here."""
+        return sorted(self.path.glob("*.jsonl")) if self.path.is_dir() else []
+
+    def rows(self) -> Iterator[dict[str, Any]]:
+        """Every complete answer row of every part, in part then line order (streamed)."""
+        for path in self.part_paths():
+            yield from iter_part(path)
+
+    def writer(self, rank: int) -> PartWriter:
+        """The appender of rank's part; it holds the part's lock (runlog.ShardBusy if another process does)."""
+        return PartWriter(self.part_path(rank))
+
+    def append_session(self, session: dict[str, Any]) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.sessions_path, "a") as f:
+            f.write(json.dumps(session) + "\n")
+
+
+@dataclass(frozen=True)
+class TaxonomyCopy:
+    """taxonomy/: the source's taxonomy, copied once, so that a run's words never change under it."""
+
+    path: Path
+
+    def kept(self) -> Path | None:
+        return self.path if self.path.exists() else None
+
+    def keep(self, base: str) -> Path:
+        """Copy the taxonomy at `base` (any fsspec folder) once; a later session keeps the first copy."""
+        from vignette_bench.remote import read_url
+        from vignette_bench.taxonomy import MAX_TAXONOMY_FILE_BYTES, TAXONOMY_FILES, load_taxonomy
+
+        if not self.path.exists():
+            tmp = self.path.parent / f".{self.path.name}.{_writer()}.tmp"
+            tmp.mkdir(parents=True, exist_ok=True)
+            for name in TAXONOMY_FILES:
+                (tmp / name).write_bytes(read_url(f"{base.rstrip('/')}/{name}", MAX_TAXONOMY_FILE_BYTES))
+            load_taxonomy(tmp)  # validate before keeping it
+            try:
+                os.rename(tmp, self.path)
+            except OSError:  # another rank kept its identical copy first
+                shutil.rmtree(tmp, ignore_errors=True)
+        return self.path
+
+
 class RunFolder:
-    RECORD = "run.json"
-    PLAN = "plan.parquet"
-    RESPONSES = "responses.parquet"
-    TAXONOMY = "taxonomy"
-    LOG = "log"
-    SESSIONS = "sessions.jsonl"  # inside LOG
-    PART = "part-{rank:05d}.jsonl"  # inside LOG
+    """The run folder at `path`: its pieces, and what concerns the folder as a whole."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        self.record = RecordFile(self.path / "run.json")
+        self.plan = TableFile(self.path / "plan.parquet")
+        self.taxonomy = TaxonomyCopy(self.path / "taxonomy")
+        self.log = RunLog(self.path / "log")
+        self.responses = ResponsesFile(self.path / "responses.parquet")
 
     def __repr__(self) -> str:
         return f"RunFolder({str(self.path)!r})"
@@ -48,14 +174,14 @@ class RunFolder:
         return str(self.path)
 
     def create(self) -> RunFolder:
-        (self.path / self.LOG).mkdir(parents=True, exist_ok=True)
+        self.log.path.mkdir(parents=True, exist_ok=True)
         return self
 
     def remove_stale_temporaries(self) -> list[Path]:
         """Delete the temp files and folders that processes of this host left when they were killed
         (their pid is gone); a live writer's, or another host's on a shared file system, stay."""
         removed = []
-        for folder in (self.path, self.log_dir):
+        for folder in (self.path, self.log.path):
             for p in folder.glob(".*.tmp") if folder.is_dir() else ():
                 m = _TEMP_NAME.match(p.name)
                 if m is None or m["host"] != _host() or _alive(int(m["pid"])):
@@ -63,127 +189,3 @@ class RunFolder:
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
                 removed.append(p)
         return removed
-
-    # --- paths -------------------------------------------------------------------------------
-    @property
-    def record_path(self) -> Path:
-        return self.path / self.RECORD
-
-    @property
-    def plan_path(self) -> Path:
-        return self.path / self.PLAN
-
-    @property
-    def responses_path(self) -> Path:
-        return self.path / self.RESPONSES
-
-    @property
-    def taxonomy_dir(self) -> Path:
-        return self.path / self.TAXONOMY
-
-    @property
-    def log_dir(self) -> Path:
-        return self.path / self.LOG
-
-    @property
-    def sessions_path(self) -> Path:
-        return self.log_dir / self.SESSIONS
-
-    def part_path(self, rank: int) -> Path:
-        return self.log_dir / self.PART.format(rank=rank)
-
-    def part_paths(self) -> list[Path]:
-        return sorted(self.log_dir.glob("part-*.jsonl"))
-
-    def log_files(self) -> list[Path]:
-        """Every log file (parts and sessions): evidence that a run started here."""
-        return sorted(self.log_dir.glob("*.jsonl")) if self.log_dir.is_dir() else []
-
-    # --- the record ----------------------------------------------------------------------------
-    def has_record(self) -> bool:
-        return self.record_path.is_file()
-
-    def read_record(self) -> RunRecord:
-        """The record, migrated to the current version; RecordError names the file and the bad key."""
-        return RunRecord.from_json(self.record_path.read_bytes(), str(self.record_path))
-
-    def write_record(self, record: RunRecord) -> Path:
-        text = json.dumps(record.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n"
-        return atomic_write(self.record_path, lambda tmp: tmp.write_text(text))
-
-    def migrate(self) -> bool:
-        """Rewrite an older record in the current version; False when it already was."""
-        data = json.loads(self.record_path.read_text())
-        record = RunRecord.from_json(data, str(self.record_path))
-        if isinstance(data, dict) and data.get("schema_version") == record.schema_version:
-            return False
-        self.write_record(record)
-        return True
-
-    # --- plan and responses --------------------------------------------------------------------
-    def has_plan(self) -> bool:
-        return self.plan_path.is_file()
-
-    def read_plan(self, columns: Sequence[str] | None = None, filters: Any = None) -> pa.Table:
-        return pq.read_table(self.plan_path, columns=columns, filters=filters)
-
-    def write_plan(self, table: pa.Table) -> Path:
-        return atomic_write(self.plan_path, lambda tmp: pq.write_table(table, tmp))
-
-    def has_responses(self) -> bool:
-        return self.responses_path.is_file()
-
-    def read_responses(self, columns: Sequence[str] | None = None, filters: Any = None) -> pa.Table:
-        """The merged answers; columns an older run did not write (key_left, key_right) read as nulls."""
-        present = pq.read_schema(self.responses_path).names
-        read = None if columns is None else [c for c in columns if c in present]
-        table = pq.read_table(self.responses_path, columns=read, filters=filters)
-        return with_response_columns(table, columns)
-
-    def write_responses(self, table: pa.Table) -> Path:
-        return atomic_write(self.responses_path, lambda tmp: pq.write_table(table, tmp))
-
-    def write_responses_bytes(self, data: bytes) -> Path:
-        """The exact bytes of a responses file (a copy whose sha256 is cited elsewhere)."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        return atomic_write(self.responses_path, lambda tmp: tmp.write_bytes(data))
-
-    # --- the log -------------------------------------------------------------------------------
-    def rows(self) -> Iterator[dict[str, Any]]:
-        """Every complete answer row of every part, in part then line order (streamed)."""
-        for path in self.part_paths():
-            yield from iter_part(path)
-
-    def part_writer(self, rank: int) -> PartWriter:
-        return PartWriter(self.part_path(rank))
-
-    def append_session(self, session: dict[str, Any]) -> None:
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.sessions_path, "a") as f:
-            f.write(json.dumps(session) + "\n")
-
-    # --- the taxonomy copy ---------------------------------------------------------------------
-    def kept_taxonomy(self) -> Path | None:
-        return self.taxonomy_dir if self.taxonomy_dir.exists() else None
-
-    def keep_taxonomy(self, base: str) -> Path:
-        """Copy the taxonomy at `base` (any fsspec folder) once; a later session keeps the first copy."""
-        from vignette_bench.remote import read_url
-        from vignette_bench.taxonomy import MAX_TAXONOMY_FILE_BYTES, TAXONOMY_FILES, load_taxonomy
-
-        folder = self.taxonomy_dir
-        if not folder.exists():
-            tmp = self.path / f".{self.TAXONOMY}.{_writer()}.tmp"
-            tmp.mkdir(parents=True, exist_ok=True)
-            for name in TAXONOMY_FILES:
-                (tmp / name).write_bytes(read_url(f"{base.rstrip('/')}/{name}", MAX_TAXONOMY_FILE_BYTES))
-            load_taxonomy(tmp)  # validate before keeping it
-            try:
-                os.rename(tmp, folder)
-            except OSError:  # another rank kept its identical copy first
-                shutil.rmtree(tmp, ignore_errors=True)
-        return folder
-
-
-# The temp-name pattern, writer, liveness and atomic write live in vignette_bench/atomic.py (every stage writes
-# whole files that way); re-exported here, where the run folder's code and tests have always found them.

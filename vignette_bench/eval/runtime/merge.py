@@ -49,13 +49,13 @@ class MergeReport:
 def builder_from_record(record: RunRecord, folder: RunFolder) -> QuestionBuilder:
     """The question builder a run used, from its record and the taxonomy copy it kept."""
     s = record.settings
-    return QuestionBuilder(load_taxonomy(folder.kept_taxonomy()), s.seed, s.paradigms, s.variants)
+    return QuestionBuilder(load_taxonomy(folder.taxonomy.kept()), s.seed, s.paradigms, s.variants)
 
 
 def planned_ids(folder: RunFolder) -> Iterator[str]:
     """Every planned question id in plan order."""
-    builder = builder_from_record(folder.read_record(), folder)
-    for row in folder.read_plan().to_pylist():
+    builder = builder_from_record(folder.record.read(), folder)
+    for row in folder.plan.read().to_pylist():
         for q in builder(row):
             yield q.question_id
 
@@ -73,7 +73,7 @@ def merge(
     instead of decoding those files again; every other part is read from disk."""
     folder = RunFolder(run_dir)
     run_dir = folder.path
-    for path in (folder.record_path, folder.plan_path):
+    for path in (folder.record.path, folder.plan.path):
         if not path.exists():
             raise MergeError(f"{path} missing: is {run_dir} a run folder written by `vignette run`?")
     latest: dict[str, dict[str, Any]] = {}
@@ -81,7 +81,7 @@ def merge(
     conflicts: list[str] = []
     rows = torn = 0
     held = held or {}
-    for path in folder.part_paths():
+    for path in folder.log.part_paths():
         if path in held:  # the writer closed it whole (no torn tail): its rows are these
             part_rows: Iterator[dict[str, Any]] = iter(held[path])
         else:
@@ -136,8 +136,10 @@ def merge(
         return report
     kept = [latest[q] for q in order if q in latest]
     schema = schema_for(any("attn_left_share" in r for r in kept))  # attention recorded: keep its columns
-    table = check_table(pa.Table.from_pylist(kept, schema=schema), f"{folder.log_dir}/ (merged)")  # the reader's checks
-    out = folder.write_responses(table)  # atomic: a reader never sees half a file
+    table = check_table(
+        pa.Table.from_pylist(kept, schema=schema), f"{folder.log.path}/ (merged)"
+    )  # the reader's checks
+    out = folder.responses.write(table)  # atomic: a reader never sees half a file
     return MergeReport(**{**report.__dict__, "written": out})
 
 

@@ -179,10 +179,10 @@ def build_adapter(spec: str, seed: int, batch_size: int) -> ModelAdapter:
 
 
 def _check_or_write_record(folder: RunFolder, record: RunRecord) -> None:
-    if not folder.has_record():
-        folder.write_record(record)
+    if not folder.record.exists():
+        folder.record.write(record)
         return
-    path, old = folder.record_path, folder.read_record()  # an older version reads through RunRecord.migrate
+    path, old = folder.record.path, folder.record.read()  # an older version reads through RunRecord.migrate
     # The model spec may change between sessions in what does not change answers (batch size, device,
     # concurrency: e.g. a smaller batch after running out of memory); each session logs its own.
     before_s, now_s = (r.settings.model_copy(update={"model": ""}).as_dict() for r in (old, record))
@@ -209,8 +209,8 @@ def _check_or_write_record(folder: RunFolder, record: RunRecord) -> None:
 
 def _plan(folder: RunFolder, source: PairSource, settings: RunSettings) -> Dataset:
     """The pair plan: read back from the folder when resuming, else taken from the source and kept."""
-    if folder.has_plan():
-        return Dataset(folder.read_plan())
+    if folder.plan.exists():
+        return Dataset(folder.plan.read())
     table = source.rows.with_format("arrow")[:]
     if len(table) == 0:
         raise RunError(
@@ -220,8 +220,8 @@ def _plan(folder: RunFolder, source: PairSource, settings: RunSettings) -> Datas
     table = table.replace_schema_metadata(
         {**(table.schema.metadata or {}), b"vignette.orders": settings.orders.encode()}
     )
-    folder.write_plan(table)  # every rank computes the same plan; the last rename wins harmlessly
-    return Dataset(folder.read_plan())
+    folder.plan.write(table)  # every rank computes the same plan; the last rename wins harmlessly
+    return Dataset(folder.plan.read())
 
 
 @dataclass(frozen=True)
@@ -255,7 +255,7 @@ def run(
     for leftover in folder.remove_stale_temporaries():
         print(f"removed {leftover.name}: a temporary file of a process that died", file=sys.stderr)
     # the source's taxonomy, copied once: questions (and merge's check) use that copy
-    plan = plan_for(settings, pairs, load_taxonomy(folder.keep_taxonomy(pairs.taxonomy or str(DATA_DIR))))
+    plan = plan_for(settings, pairs, load_taxonomy(folder.taxonomy.keep(pairs.taxonomy or str(DATA_DIR))))
     record = _record(folder, plan, adapter, planning)
     _check_or_write_record(folder, record)
     mine = split_dataset_by_node(_plan(folder, pairs, settings), rank=how.shard.rank, world_size=how.shard.world_size)
@@ -276,7 +276,7 @@ def _record(folder: RunFolder, plan: Plan, adapter: ModelAdapter, planning: Samp
     provenance and the argv are recorded redacted — on both sides of the resume check, so a resumed run
     still compares equal."""
     settings = plan.settings
-    where = str(folder.record_path)  # names the file if an adapter or source reports a bad value
+    where = str(folder.record.path)  # names the file if an adapter or source reports a bad value
     return RunRecord(
         settings=settings.model_copy(update={"model": redact(settings.model)}),
         template_hash=template_hash(plan.taxonomy),
@@ -334,7 +334,7 @@ class _Asking:
         settings, shard = plan.settings, how.shard
         # This rank's part, as read here and then appended to, is held for the final merge (which then
         # decodes only the other ranks' parts); above HELD_ROWS_MAX rows the merge reads it back instead.
-        own_part = folder.part_path(shard.rank)
+        own_part = folder.log.part_path(shard.rank)
         own_bytes = tail_state(own_part)[0] if own_part.exists() else 0
         done_pair, own_rows = _answered_so_far(folder, own_part, how.retry_invalid)
         done_per_pair = Counter(done_pair.values())
@@ -346,8 +346,8 @@ class _Asking:
             )
         already = sum(min(done_per_pair[p], per_pair) for p in mine["pair_id"])
         model_id = record.model.model_id if record.model.model_id is not None else record.settings.model
-        writer = folder.part_writer(shard.rank)
-        folder.append_session(
+        writer = folder.log.writer(shard.rank)
+        folder.log.append_session(
             {
                 "rank": shard.rank,
                 "world_size": shard.world_size,
@@ -461,7 +461,7 @@ class _Asking:
     def held(self) -> dict[Path, list[dict]]:
         """This rank's rows for the merge, when they are the whole part and few enough to hold."""
         whole = len(self.own_rows) <= HELD_ROWS_MAX and self.own_is_whole
-        return {self.folder.part_path(self.how.shard.rank): self.own_rows} if whole else {}
+        return {self.folder.log.part_path(self.how.shard.rank): self.own_rows} if whole else {}
 
 
 def _check_options(settings: RunSettings, how: Session) -> None:
@@ -488,7 +488,7 @@ def _answered_so_far(folder: RunFolder, own_part: Path, retry_invalid: bool) -> 
     is asked again, and with `retry_invalid` every invalid answer is."""
     done_pair: dict[str, str] = {}
     own_rows: list[dict] = []
-    for path in folder.part_paths():
+    for path in folder.log.part_paths():
         for r in iter_part(path):
             if path == own_part:
                 own_rows.append(r)
@@ -568,7 +568,7 @@ def _parse_sample(text: str | None) -> int | str | None:
 def _recorded_orders(out: str) -> str | None:
     """The orders of the run already in --out (so a resume without --orders keeps them), if any."""
     folder = RunFolder(out)
-    return folder.read_record().settings.orders if folder.has_record() else None
+    return folder.record.read().settings.orders if folder.record.exists() else None
 
 
 def main(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""An append-only JSONL log, one JSON object a line: a run's answers (RunFolder.part_path) and the
+"""An append-only JSONL log, one JSON object a line: a run's answers (RunFolder.log.part_path) and the
 news stages' logs.
 
 Each batch of answers is written (one ``write`` call) and flushed before the next batch is asked:
