@@ -125,9 +125,7 @@ def violations(paths: list[Path] | None = None) -> list[str]:
             if parses and any(_is_file_read(c) for c in calls):
                 found.append(f"{where}: reads a file and parses it as {parses[0].func.value.id}")  # type: ignore[attr-defined]
             tainted = set(constants)
-            for node in sorted(
-                (n for n in nodes if isinstance(n, ast.Assign | ast.AnnAssign)), key=lambda n: n.lineno
-            ):
+            for node in sorted((n for n in nodes if isinstance(n, ast.Assign | ast.AnnAssign)), key=lambda n: n.lineno):
                 if node.value is not None and _mentions(node.value, tainted):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     tainted |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}

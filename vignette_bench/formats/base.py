@@ -44,6 +44,9 @@ class Format(BaseModel):
     FILE: ClassVar[str] = ""
     WRITER: ClassVar[str] = ""  # who writes it (module or command)
     READER: ClassVar[str] = ""  # the one reader
+    # False for a file that has never carried `schema_version` (version 0 is the current version): its writer
+    # leaves the key out, so the file stays byte for byte what it always was.
+    WRITES_VERSION: ClassVar[bool] = True
 
     schema_version: int
 

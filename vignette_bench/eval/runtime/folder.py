@@ -24,7 +24,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vignette_bench.atomic import _TEMP_NAME, _alive, _host, _writer, atomic_write
-from vignette_bench.eval.runtime.runlog import PartWriter, iter_part
+from vignette_bench.eval.runtime.runlog import PartWriter
+from vignette_bench.formats.jsonl import iter_part
 from vignette_bench.formats.responses import with_response_columns
 from vignette_bench.formats.run_record import RunRecord
 

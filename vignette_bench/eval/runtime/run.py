@@ -57,7 +57,8 @@ from vignette_bench.eval.runtime.questions import (
     Variants,
     template_hash,
 )
-from vignette_bench.eval.runtime.runlog import ShardBusy, iter_part, tail_state
+from vignette_bench.eval.runtime.runlog import ShardBusy
+from vignette_bench.formats.jsonl import iter_part, tail_state
 from vignette_bench.formats.pair_config import PairConfig
 from vignette_bench.formats.run_record import ORDERS, DatasetProvenance, ModelProvenance, RunRecord, RunSettings
 from vignette_bench.formats.selection import SelectionRecord
