@@ -16,9 +16,9 @@ import pytest
 from PIL import Image
 
 from tests.faults.conftest import snapshot
-from vignette_bench.dataset_builder.records import RecordError, RenderRecord
 from vignette_bench.eval.news.data import NewsDataError, news_items
 from vignette_bench.eval.news.judge import parse_judgement
+from vignette_bench.formats.render_record import RecordError, RenderRecord
 from vignette_bench.taxonomy import DATA_DIR, TAXONOMY_FILES, TaxonomyError, load_taxonomy
 from vignette_bench.upload.targets import UploadError, dataset_plan
 

@@ -109,7 +109,7 @@ def violations(paths: list[Path] | None = None) -> list[str]:
     constants = published_constants(paths)
     found = []
     for path in paths:
-        rel = path.relative_to(PACKAGE.parent)
+        rel = path.relative_to(PACKAGE.parent) if PACKAGE in path.parents else path
         for scope in _functions(ast.parse(path.read_text())):
             nodes = _own_nodes(scope)
             calls = [n for n in nodes if isinstance(n, ast.Call)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo
@@ -100,6 +101,15 @@ class Format(BaseModel):
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
         return cls.model_json_schema(mode="serialization")
+
+
+def read_capped(path: Path, max_bytes: int) -> bytes:
+    """At most `max_bytes` of a file; OSError(EFBIG) when there is more (a device or a file grown since a stat)."""
+    with open(path, "rb") as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise OSError(27, f"over the cap of {max_bytes:,} bytes")  # errno.EFBIG
+    return data
 
 
 def parse_json(text: str | bytes, file: str) -> Any:

@@ -14,6 +14,7 @@ FORMATS: tuple[str, ...] = (
     "vignette_bench.formats.news:NewsJudgement",
     "vignette_bench.formats.news:NewsProvenance",
     "vignette_bench.formats.news:JudgeSpec",
+    "vignette_bench.formats.render_record:RenderRecord",
     "vignette_bench.formats.entry:Entry",
     "vignette_bench.formats.verification:Verification",
     "vignette_bench.formats.verification:MaintainerKeys",

@@ -3,7 +3,7 @@ the answers were made with (RUN_DIR/answers_provenance.json), a judgement (the j
 answer and rubric dimension) and the judges that made them (the judgements file's `_judges.json`).
 
 The two JSONL files are append-only logs (written by vignette_bench/eval/runtime/runlog.py `PartWriter`,
-read by formats/jsonl.py); each line is one record. Version 1 adds `schema_version` to each line; lines
+read by vignette_bench/formats/jsonl.py); each line is one record. Version 1 adds `schema_version` to each line; lines
 without it (every file written before it) are version 0 and read unchanged, except that a version-0
 judgement written before `answer_sha256` existed reads it as "" (results then match it to any answer of
 its item, as before). The two JSON files are written without `schema_version` (`WRITES_VERSION`), as they
