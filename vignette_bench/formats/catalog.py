@@ -18,4 +18,6 @@ FORMATS: tuple[str, ...] = (
     "vignette_bench.formats.entry:Entry",
     "vignette_bench.formats.verification:Verification",
     "vignette_bench.formats.verification:MaintainerKeys",
+    "vignette_bench.formats.annotation:AnnotationItems",
+    "vignette_bench.formats.annotation:AnnotationAnswers",
 )

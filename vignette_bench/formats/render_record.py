@@ -73,7 +73,7 @@ class RenderRecord(Format):
 
     @classmethod
     def from_spec(cls, spec: Any, **settings: Any) -> RenderRecord:
-        """The record of a render spec (dataset_builder/records.py RenderSpec) made with these model settings."""
+        """The record of a render spec (vignette_bench/dataset_builder/records.py RenderSpec) made with these model settings."""
         return cls(
             key=spec.key,
             gender=spec.gender,
