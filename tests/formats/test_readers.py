@@ -10,6 +10,9 @@ The scan reads the package's source (ast, no import) and flags, in any function 
   either in the same function.
 
 Parsing data that did not come from such a file (a reply, a log's embedded settings) is not flagged.
+Covered: the JSON records (every catalog format, and the files named in PUBLISHED). Not yet: the parquet
+tables (responses.parquet, the render index), whose one checked reader is formats/responses.py
+`read_responses` but which the runtime's RunFolder, the loader and the report still open themselves.
 """
 
 from __future__ import annotations

@@ -56,11 +56,6 @@ class AnnotationItems(Format):
     n: int = Field(description="items")
     items: tuple[AnnotationItem, ...] = Field(description="the items, in page order")
 
-    @classmethod
-    def migrate(cls, data: dict[str, Any], version: int, file: str) -> dict[str, Any]:
-        """The file has never carried `schema_version`: version 0 is version 1."""
-        return dict(data)
-
 
 class AnnotationAnswers(Format):
     """One annotator's answers to one export, as the page saves them."""
@@ -81,11 +76,6 @@ class AnnotationAnswers(Format):
         description="item id -> criterion -> answer (an option, or a list of visual cues); checked against "
         "the export's criteria by `vignette annotate score`"
     )
-
-    @classmethod
-    def migrate(cls, data: dict[str, Any], version: int, file: str) -> dict[str, Any]:
-        """The file has never carried `schema_version`: version 0 is version 1."""
-        return dict(data)
 
 
 def _read(path: Path, cls: type[Format]) -> Any:

@@ -53,7 +53,10 @@ class Format(BaseModel):
 
     @classmethod
     def migrate(cls, data: dict[str, Any], version: int, file: str) -> dict[str, Any]:
-        """`data`, written at `version` (< SCHEMA_VERSION), in the current layout. Override per format."""
+        """`data`, written at `version` (< SCHEMA_VERSION), in the current layout. Override per format; a file
+        that never carries the key (WRITES_VERSION false) is version 0, the current layout, unless it says so."""
+        if not cls.WRITES_VERSION and version == 0:
+            return dict(data)
         raise FormatError(
             file, "schema_version", f"version {version} cannot be read; this reader knows {cls.SCHEMA_VERSION}"
         )

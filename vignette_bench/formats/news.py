@@ -111,11 +111,6 @@ class NewsProvenance(Format):
     # `schema` is a BaseModel attribute: the field is `schema_` in Python, `schema` in the file
     model_config = {**Format.model_config, "populate_by_name": True}
 
-    @classmethod
-    def migrate(cls, data: dict[str, Any], version: int, file: str) -> dict[str, Any]:
-        """The file has never carried `schema_version`: version 0 is version 1."""
-        return dict(data)
-
 
 class JudgeSpec(Format):
     """One judge of a judgements file, under its judge id: what identifies it (hashed into the id) and its
@@ -133,11 +128,6 @@ class JudgeSpec(Format):
     max_new_tokens: int = Field(description="the judgement's token budget")
     rubric_version: str = Field(description="judge.RUBRIC_VERSION")
     adapter_full: dict[str, Any] = Field(description="the adapter's whole provenance, secrets redacted")
-
-    @classmethod
-    def migrate(cls, data: dict[str, Any], version: int, file: str) -> dict[str, Any]:
-        """The file has never carried `schema_version`: version 0 is version 1."""
-        return dict(data)
 
     def identity(self) -> dict[str, Any]:
         """What the judge id hashes: every key but `adapter_full`, as `judge_spec` built it."""

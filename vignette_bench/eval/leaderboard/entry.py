@@ -249,7 +249,9 @@ def responses_url(entry: dict, entry_path: Path) -> str:
     return str(target)
 
 
-def read_responses(entry: dict, entry_path: Path, max_bytes: int = MAX_RESPONSES_BYTES) -> bytes:
+def fetch_responses(entry: dict, entry_path: Path, max_bytes: int = MAX_RESPONSES_BYTES) -> bytes:
+    """The bytes of the responses file the entry names (hf:// or inside the entries' folder), capped; `validate`
+    checks them with the responses format's own checks (formats.responses.check_table)."""
     url = responses_url(entry, entry_path)
     try:
         with fsspec.open(url, "rb") as f:
@@ -324,7 +326,7 @@ def validate(path: str | Path, official: Official | None = None) -> Validated:
     entry = load_entry(path)
     check_finite(entry)
     check_schema(entry)
-    data = read_responses(entry, path)
+    data = fetch_responses(entry, path)
     if sha256_bytes(data) != entry["responses"]["sha256"]:
         raise EntryError("responses.sha256", "the file's sha256 differs from the entry's: the responses changed")
     try:
