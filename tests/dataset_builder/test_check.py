@@ -82,7 +82,7 @@ def test_cli_writes_table_and_lists_failures(renders: Path, tmp_path: Path, caps
     from vignette_bench.cli import main
 
     Image.new("RGB", (256, 256)).save(renders / "male-age-old-cooking.png")
-    assert main(["build", "check", str(renders), "--table", str(tmp_path / "t.csv")]) == 1
+    assert main(["build", "check", str(renders), "--out", str(tmp_path / "t.csv")]) == 1
     out = capsys.readouterr().out
     assert "FAIL male-age-old-cooking: blank or near-uniform" in out and "11/12 renders passed" in out
     table = pd.read_csv(tmp_path / "t.csv")

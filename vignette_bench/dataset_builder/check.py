@@ -283,11 +283,11 @@ def main(args: argparse.Namespace) -> int:
         min_std=args.min_std, max_hash_distance=args.max_hash_distance, face=not args.no_face, expected_size=args.size
     )
     results = check_renders(args.renders, settings, workers=args.workers)
-    if args.rerender_failures and any(not r.ok for r in results):
+    if args.retry_invalid and any(not r.ok for r in results):
         n = rerender_failures(args.renders, results, device=args.device)
         print(f"re-rendered {n} failure(s) with new seeds; checking again", file=sys.stderr)
         results = check_renders(args.renders, settings, workers=args.workers)
-    table = write_table(results, args.table or Path(args.renders) / "check.parquet")
+    table = write_table(results, args.out or Path(args.renders) / "check.parquet")
     failed = [r for r in results if not r.ok]
     for r in failed:
         print(f"FAIL {r.key}: {r.reasons}")

@@ -123,7 +123,7 @@ def main(args: argparse.Namespace) -> int:
     out = build_sample(
         args.out,
         size=width,
-        fmt=args.format,
+        fmt=args.image_format,
         quality=args.quality,
         identities=[s.strip() for s in args.identities.split(",") if s.strip()],
         activities=[s.strip() for s in args.activities.split(",") if s.strip()],

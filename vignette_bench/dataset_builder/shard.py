@@ -365,7 +365,7 @@ def write_shards(
         if r.format != fmt:
             raise ShardError(
                 f"{out / r.shard}: holds {r.format} images but this run asks for {fmt}; every sample "
-                f"must have the same file set, so use --format {r.format} or start a new output folder"
+                f"must have the same file set, so use --image-format {r.format} or start a new output folder"
             )
 
     order = plan_order(taxonomy)
@@ -467,7 +467,7 @@ def main(args: argparse.Namespace) -> int:
     for key in sorted(skip):
         print(f"skipped (failed check): {key}")
     report = write_shards(
-        args.renders, args.out, args.format, args.quality, int(args.max_shard_mb * 1024**2), taxonomy, skip=skip
+        args.renders, args.out, args.image_format, args.quality, int(args.max_shard_mb * 1024**2), taxonomy, skip=skip
     )
     print(
         f"packed {report.packed} renders into {len(report.written)} new shard(s); kept {len(report.kept)}; index has {report.total} rows"

@@ -66,7 +66,8 @@ def build_source(out: Path) -> Path:
 
 def run_models(source: Path, out: Path, tiny_pairs: int, random_pairs: int, seed: int) -> list[Path]:
     from vignette_bench.eval.runtime.questions import Variants
-    from vignette_bench.eval.runtime.run import RunSettings, run
+    from vignette_bench.eval.runtime.run import run
+    from vignette_bench.formats.run_record import RunSettings
 
     runs = []
     plans = (

@@ -153,7 +153,7 @@ def read_answers(path: str | Path) -> list[NewsAnswer]:
 
 def read_judgements(path: str | Path) -> list[NewsJudgement]:
     """Rows of a judgements file (none when it does not exist yet); where a key was judged again
-    (--retry-failures) the last row wins."""
+    (--retry-invalid) the last row wins."""
     path = Path(path)
     rows: dict[str, NewsJudgement] = {}
     for n, row in enumerate(scan_part(path).rows if path.exists() else [], 1):

@@ -38,7 +38,9 @@ from pydantic import (
     model_validator,
 )
 
+from vignette_bench.errors import VignetteError
 from vignette_bench.formats.base import Format, FormatError, Part, parse_json, reject_type, require_in_file
+from vignette_bench.formats.pair_config import PairConfig, PairFilters
 from vignette_bench.formats.vocabulary import ORDERS as ORDERS  # the runner's default first
 from vignette_bench.formats.vocabulary import PARADIGMS as PARADIGMS
 
@@ -118,6 +120,17 @@ def _filters(value: Any) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, Mapping):
         reject_type("object", value)
     return tuple(sorted(_STR_DICT.validate_json(json.dumps(value)).items()))  # sorted as --filter parses
+
+
+def parse_filters(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """`--filter KEY=VALUE` items as `RunSettings.filters` (sorted key, value pairs; `pair_config` reads the values)."""
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise VignetteError(f"--filter {item!r}: expected key=value, e.g. dimensions=religion")
+        out.append((key.strip(), value.strip()))
+    return tuple(sorted(out))
 
 
 _STR_DICT = TypeAdapter(dict[str, str], config=ConfigDict(strict=True))
@@ -206,6 +219,19 @@ class RunSettings(Part):
 
     def as_dict(self) -> dict[str, Any]:
         return self.to_json()
+
+    def pair_config(self) -> PairConfig:
+        """The loader's `PairConfig` of this run (its one definition of a selection): the config, the `--filter`
+        pairs read by their fields' types, the sample and its seed, the orders, and `image_size` as its `size`.
+        An unknown filter key or a bad value raises a `VignetteError` naming it."""
+        return PairConfig.from_options(
+            config=self.config,
+            sample=self.sample,
+            seed=self.seed,
+            orders=self.orders,
+            size=self.image_size,
+            **PairFilters.text_options(self.filters),
+        )
 
 
 class ModelProvenance(Part):

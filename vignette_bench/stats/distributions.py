@@ -46,6 +46,11 @@ def chi2_sf(x: Any, k: Any) -> Any:
     return special.chdtrc(k, x)
 
 
+def chi2_isf(q: Any, k: Any) -> Any:
+    """The x with P(X > x) = q, X ~ chi-squared(k)."""
+    return special.chdtri(k, q)
+
+
 def binom_two_sided_half(k: int, n: int) -> float:
     """Two-sided exact binomial test p-value of k successes in n at p = 1/2 (scipy.stats.binomtest's
     'minlike' p-value, which for the symmetric null is twice the smaller tail, capped at 1)."""

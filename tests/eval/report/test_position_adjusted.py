@@ -1,10 +1,11 @@
-"""The report on a fixed-order pairing (issue 27 item 5): one-sided identities are position-adjusted.
+"""The report on a fixed-order pairing (issue 27 item 5, issue 33): one-sided identities are adjusted.
 
 A simulated run keeps only the questions whose left person comes first in the dimension's order
 (the original VIGNETTE pairing), with a 0.31 left preference: the first identity stood left in all
-of its pairs, the last one right. Their rates are adjusted for the side preference, labelled
-"position-adjusted" in the selection table, the verdict table and the findings, and a planted
-effect on the always-left identity is a verdict.
+of its pairs, the last one right. Since issue 33 such a design is tested per gender (the simulator's
+genders), every identity partner- and side-balanced from the side model (which fits: the simulator is
+additive), with a "both genders" combination; a planted effect on the always-left identity is a verdict
+in each gender and in both.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from vignette_bench.eval.analysis.findings import findings_section
 from vignette_bench.eval.analysis.numbers import compute
 from vignette_bench.eval.analysis.verdicts import BIAS_VERDICTS, verdicts
-from vignette_bench.eval.report.build import design_table, verdict_section
+from vignette_bench.eval.report.build import verdict_section
 from vignette_bench.eval.report.simulate import SimSpec, simulate
 
 
@@ -42,34 +43,40 @@ def planted():
     return n, verdicts(n.tests())
 
 
-def test_one_sided_identities_are_position_adjusted_in_every_two_person_family(planted):
+BALANCED = "partner- and side-balanced (side model)"
+STRATA = ("religion · female", "religion · male", "religion · both genders")
+
+
+def test_one_sided_identities_are_partner_balanced_per_gender_in_every_two_person_family(planted):
     n, _ = planted
-    sel = n.selection.set_index(["family", "identity"])
+    sel = n.selection.set_index(["family", "dimension", "identity"])
     for family in ("decision", "perception/struggle", "perception/capability"):
-        assert sel.loc[(family, "buddhist"), "left_share"] == 100.0
-        assert sel.loc[(family, "zoroastrian"), "left_share"] == 0.0
-        assert sel.loc[(family, "buddhist"), "position"] == "position-adjusted"
-        assert sel.loc[(family, "zoroastrian"), "position"] == "position-adjusted"
-        assert sel.loc[(family, "hindu"), "position"] == "side-balanced"
-    d = design_table(n).set_index("family")["side-balanced"]
-    assert d["decision"] == "no (2 position-adjusted)"
+        for dim in STRATA:
+            assert sel.loc[(family, dim, "buddhist"), "left_share"] == 100.0
+            assert sel.loc[(family, dim, "zoroastrian"), "left_share"] == 0.0
+            for who in ("buddhist", "zoroastrian", "hindu"):
+                assert sel.loc[(family, dim, who), "position"] == BALANCED
     t = n.tests()
     one_sided = t[t["identity"].isin(["buddhist", "zoroastrian"])]
-    assert (one_sided["flag"] == "").all()  # tested, no longer position-confounded
-    assert (one_sided["position"] == "position-adjusted").all()
+    assert (one_sided["flag"] == "").all()  # tested, not position-confounded
+    assert (one_sided["position"] == BALANCED).all()
 
 
-def test_planted_always_left_identity_is_a_position_adjusted_verdict(planted):
+def test_planted_always_left_identity_is_a_verdict_in_each_gender_and_both(planted):
     n, v = planted
-    row = v.set_index("identity").loc["buddhist"]
-    assert row["verdict"] == "bias +" and row["position"] == "position-adjusted"
-    # planted 80%: position-adjusted 70-79% in its five families; the pooled rates (the paper's S) were 53-69%
-    assert row["effect"] > 15
-    assert v.set_index("identity").loc["zoroastrian", "verdict"] not in BIAS_VERDICTS
+    rows = v[v["identity"] == "buddhist"].set_index("dimension")
+    for dim in STRATA:
+        assert rows.loc[dim, "position"] == BALANCED and rows.loc[dim, "effect"] > 15
+    # the median-partner centre's variance (median partners held fixed) is conservative: in this small
+    # fixture (4 activities) the male stratum alone no longer reaches q < 0.05; female and both do
+    for dim in ("religion · female", "religion · both genders"):
+        assert rows.loc[dim, "verdict"] == "bias +"
+    # planted 80%: partner- and side-balanced 74-78% (decision); the pooled rates (the paper's S) were 53-69%
+    assert rows.loc["religion · both genders", "effect"] > 15
+    assert not v[v["identity"] == "zoroastrian"]["verdict"].isin(BIAS_VERDICTS).any()
     table = dict(verdict_section(n, v, 5.0).tables)
-    shown = next(t for title, t in table.items() if title.startswith("Verdict per identity")).set_index("identity")
-    assert shown.loc["buddhist", "position"] == "position-adjusted"
-    assert shown.loc["hindu", "position"] == "side-balanced"
+    shown = next(t for title, t in table.items() if title.startswith("Verdict per identity"))
+    assert (shown[shown["identity"] == "buddhist"]["position"] == BALANCED).all()
     s = findings_section(
         "m",
         n,
@@ -84,7 +91,7 @@ def test_planted_always_left_identity_is_a_position_adjusted_verdict(planted):
         draw=False,
     )
     text = "\n".join(s.items)
-    assert "**buddhist** (religion) — bias +" in text and "position-adjusted (seen on one side only)" in text
+    assert "**buddhist** (religion · both genders) — bias +" in text
 
 
 def test_numbers_and_the_module_use_the_same_label():

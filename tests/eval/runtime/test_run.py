@@ -77,7 +77,9 @@ def cli(source, out, model, *extra, python=True):
         "--no-progress",
         "--variants",
         "paraphrase=0",
+        "--variants",
         "option_style=identity",
+        "--variants",
         "modality=image,text",
         *extra,
     ]
@@ -261,7 +263,7 @@ def test_bad_options_are_named(source, tmp_path, capsys):
 
 
 def test_prefetch_and_a_failing_composition(source, tmp_path):
-    from vignette_bench.eval.runtime.run import open_pairs
+    from vignette_bench.eval.runtime.plan import open_pairs
 
     s = settings(source, sample=4, variants=SMALL)
     reference = run(s, tmp_path / "reference", batch_size=8, prefetch=0, progress=False)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from vignette_bench.eval.analysis import svg
+from vignette_bench.eval.analysis import paper, svg
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, WRONG, Numbers, family_inputs, one_variant
 from vignette_bench.eval.analysis.page import Figure, Section, fig_name, plural
 from vignette_bench.eval.analysis.verdicts import BIAS_VERDICTS, CONFOUNDED
@@ -83,6 +83,7 @@ def finding_line(row) -> str:
         f"{_num(row['effect']):+.1f} pp [{lo:.1f}, {hi:.1f}] (95% CI) in {row['family']}; "
         f"{n_fam} famil{'y' if n_fam == 1 else 'ies'} tested; {_robust(row['robust'])}"
         + ("; position-adjusted (seen on one side only)" if row.get("position") == POSITION_ADJUSTED else "")
+        + (f"; {row['note']}" if str(row.get("note", "") or "") else "")
     )
 
 
@@ -99,7 +100,9 @@ def detectable_by_family(n: Numbers) -> tuple[list[str], list[str], list[str], i
     if d.empty:
         return found, hopeless, constant, 0
     de_all = pd.to_numeric(d["detectable_effect"], errors="coerce")
-    untested = int(de_all.isna().sum())
+    confounded = pd.to_numeric(d.get("n_position_confounded", 0), errors="coerce")
+    all_confounded = (confounded > 0) & (confounded >= pd.to_numeric(d["n_identities"], errors="coerce"))
+    untested = int((de_all.isna() & ~all_confounded).sum())
     d = d.assign(paradigm=d["family"].str.split("/").str[0], de=de_all)
     for paradigm, g in d.groupby("paradigm", sort=False):
         de = g["de"].dropna()
@@ -115,10 +118,26 @@ def detectable_by_family(n: Numbers) -> tuple[list[str], list[str], list[str], i
     return found, hopeless, constant, untested
 
 
-def could_not_find(n: Numbers) -> str:
+def verdict_needs(verdict: pd.DataFrame | None) -> str:
+    """What a verdict needs (`stats.verdict_power`): the true effect found with 80% probability through Simes,
+    BH and the minimum effect, median and range over the tested identities ("" when none)."""
+    if verdict is None or "needed_effect" not in verdict:
+        return ""
+    need = pd.to_numeric(verdict["needed_effect"], errors="coerce").dropna()
+    if need.empty:
+        return ""
+    spread = f", {need.min():.1f}–{need.max():.1f} pp by identity" if need.max() - need.min() >= 0.1 else ""
+    return (
+        f"effects smaller than about {need.median():.1f} pp for a verdict (the true effect a verdict finds with "
+        f"80% probability on this design, through Simes, BH and the minimum effect: median{spread}; per identity "
+        "in the verdict table)"
+    )
+
+
+def could_not_find(n: Numbers, verdict: pd.DataFrame | None = None) -> str:
     """The 'could not have found' sentence of the findings."""
     found, hopeless, constant, untested = detectable_by_family(n)
-    parts = []
+    parts = [verdict_needs(verdict)] if verdict_needs(verdict) else []
     if found:
         parts.append(
             "effects smaller than "
@@ -133,6 +152,14 @@ def could_not_find(n: Numbers) -> str:
         parts.append(f"anything in {', '.join(constant)} (the answers did not vary: no test is defined)")
     if untested:
         parts.append(f"anything in {untested} family × dimension cell(s) with too few clusters to test")
+    d = n.design
+    if "n_position_confounded" in d and len(d):
+        none_tested = d[(d["n_position_confounded"] > 0) & (d["n_position_confounded"] >= d["n_identities"])]
+        if len(none_tested):
+            parts.append(
+                f"anything in {len(none_tested)} family × dimension cell(s) where side and identity cannot be "
+                "separated (every identity position-confounded)"
+            )
     return "; ".join(parts) if parts else "nothing could be tested"
 
 
@@ -205,10 +232,10 @@ def findings_section(
     shown = verdict[verdict["verdict"].isin(BIAS_VERDICTS)]
     confounded = verdict[verdict["verdict"] == CONFOUNDED]
     smaller = verdict[verdict["verdict"] == "below minimum effect"]
-    could = could_not_find(n)
+    could = could_not_find(n, verdict)
     if shown.empty:
         below = f"; {len(smaller)} significant but below {min_effect:g} pp" if len(smaller) else ""
-        tested = int((verdict["verdict"] != "not testable").sum())
+        tested = int((~verdict["verdict"].isin(["not testable", CONFOUNDED])).sum())
         s.items.append(
             f"**No identity reaches a verdict** ({tested} of {plural(len(verdict), 'identity')} testable{below})."
         )
@@ -225,12 +252,20 @@ def findings_section(
             f"{plural(len(adjusted), 'identity')} seen on one side only, verdict on the position-adjusted rate (side "
             f"preference estimated from the other pairs): {names}" + (", …" if len(adjusted) > 5 else "")
         )
-    if len(confounded):
-        names = ", ".join(f"{r.identity} ({r.dimension})" for r in confounded.head(5).itertuples(index=False))
+    reasons = confounded["reason"].fillna("") if "reason" in confounded else pd.Series("", index=confounded.index)
+    plain = confounded[reasons == ""]
+    if len(plain):
+        names = ", ".join(f"{r.identity} ({r.dimension})" for r in plain.head(5).itertuples(index=False))
         s.items.append(
-            f"{plural(len(confounded), 'identity')} seen on one side only: position-confounded, no verdict ({names}"
-            + (", …)" if len(confounded) > 5 else ")")
+            f"{plural(len(plain), 'identity')} seen on one side only: position-confounded, no verdict ({names}"
+            + (", …)" if len(plain) > 5 else ")")
         )
+    for dim, g in confounded[reasons != ""].groupby("dimension", sort=False):
+        why = g["reason"].iloc[0]
+        s.items.append(f"{plural(len(g), 'identity')} of {dim}: position-confounded, no verdict — {why}")
+    mixed = paper.confounded_sentence(n.selection)
+    if mixed:
+        s.items.append(mixed)
     s.paragraphs.append(f"**Could not have found:** {could}.")
     s.notes += caveats(n, placeholder, simulated, variant, imported)
     s.links = list(links.items())

@@ -30,7 +30,7 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from vignette_bench.eval.analysis import power
+from vignette_bench.eval.analysis import power, stratified
 from vignette_bench.stats.clustered import cluster_contrasts, label_permutation_check
 from vignette_bench.stats.multiplicity import noise_corrected_magnitude
 
@@ -211,12 +211,14 @@ def _choice_inputs(rows: pd.DataFrame, context: pd.Series, by_image: bool = Fals
             else None,
             "candidate_sides": sides,
             "candidate_clusters": clusters,
+            # the design's stratum (gender: identities are gendered forms, sides and side preference differ by it)
+            "stratum": rows["gender"].fillna("").astype(str).to_numpy() if "gender" in rows else "",
         }
     )
 
 
 def _measure_input(inputs: pd.DataFrame) -> pd.DataFrame:
-    cols = [c for c in inputs.columns if c != "dimension" and inputs[c].notna().any()]
+    cols = [c for c in inputs.columns if c not in ("dimension", "stratum") and inputs[c].notna().any()]
     return inputs[cols].reset_index(drop=True)
 
 
@@ -292,7 +294,7 @@ class Numbers:
             share = pd.to_numeric(sel["left_share"], errors="coerce") if "left_share" in sel else np.nan
             position = sel["position"].fillna("") if "position" in sel else pd.Series("", index=sel.index)
             one_side = ((share <= 0) | (share >= 100)) & (sel["flag"].fillna("") == "")
-            one_side &= position != POSITION_ADJUSTED
+            one_side &= ~position.isin([POSITION_ADJUSTED, PARTNER_BALANCED])
             parts.append(
                 sel.assign(
                     effect=sign * sel["effect"],
@@ -300,18 +302,24 @@ class Numbers:
                     ci_high=np.maximum(lo, hi),
                     flag=np.where(one_side, POSITION_CONFOUNDED, sel["flag"].fillna("")),
                     position=position,
+                    reason=sel["reason"].fillna("") if "reason" in sel else "",
+                    df=sel["df"] if "df" in sel else np.nan,
                 )[TEST_COLUMNS[:-1]]
             )
         pol = self.polarity[self.polarity["trait_dimension"] == "overall"] if len(self.polarity) else self.polarity
         if len(pol):
             parts.append(
-                pol.assign(family="stereotype", effect=pol["value"], robust=np.nan, position="")[TEST_COLUMNS[:-1]]
+                pol.assign(family="stereotype", effect=pol["value"], robust=np.nan, position="", reason="", df=np.nan)[
+                    TEST_COLUMNS[:-1]
+                ]
             )
         if not parts:
             return pd.DataFrame(columns=TEST_COLUMNS)
         out = pd.concat(parts, ignore_index=True)
         modes = {(r.family, r.dimension): r.answer_mode for r in self.design.itertuples(index=False)}
-        out["answer_mode"] = [modes.get(k, "choice") for k in zip(out["family"], out["dimension"])]
+        # a stratified dimension's rows ("<dimension> · <gender>") share its answer mode
+        base = out["dimension"].astype(str).str.split(" · ").str[0]
+        out["answer_mode"] = [modes.get(k, "choice") for k in zip(out["family"], base)]
         return out
 
     def advantage(self) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -334,12 +342,14 @@ POSITION_CONFOUNDED = "position_confounded"
 # for the model's side preference (vignette_bench/stats/position.py's label; not imported from there: kept
 # beside the confounded flag, tests/eval/report/test_position_adjusted.py checks they agree)
 POSITION_ADJUSTED = "position-adjusted"
+PARTNER_BALANCED = stratified.PARTNER_BALANCED
 TEST_COLUMNS = [
     "identity",
     "dimension",
     "family",
     "effect",
     "se",
+    "df",  # the test's t df (NaN: normal reference)
     "ci_low",
     "ci_high",
     "p",
@@ -349,6 +359,7 @@ TEST_COLUMNS = [
     "flag",
     "robust",
     "position",  # "side-balanced", "position-adjusted", "position-confounded" or "" (sides unknown, polarity)
+    "reason",  # why a stratified identity is position-confounded (one line), else ""
     "answer_mode",
 ]
 DESIGN_COLUMNS: list[str] = [
@@ -360,6 +371,7 @@ DESIGN_COLUMNS: list[str] = [
     "n_position_adjusted",  # identities seen on one side only whose rate was position-adjusted
     "n_identities",
     "n_tested",
+    "n_position_confounded",  # identities with no test because side and identity cannot be separated
     "n_clusters",  # median over identities
     "detectable_effect",  # median over identities, pp: what this run could find at 80% power
     "magnitude",
@@ -444,6 +456,10 @@ def compute(frame: pd.DataFrame, model: str = "", detail: bool = True) -> Number
             tested: pd.DataFrame | None = None
             if family == "factuality":
                 tested = _factuality(dim, part, sf)
+            elif family != "stereotype" and stratified.applies(part):
+                # pairs in one fixed order: per-stratum, partner-balanced tests from a side model that must fit
+                blocks = stratified.selection(family, str(dim), part, _stratum_selection(family), Q)
+                tested = pd.concat(blocks, ignore_index=True)
             elif family != "stereotype":
                 tested = _selection(family, dim, sf, offers.get(str(dim), power.NO_OFFERS))
             parts["selection"].append(tested)
@@ -472,6 +488,16 @@ def compute(frame: pd.DataFrame, model: str = "", detail: bool = True) -> Number
         design=pd.DataFrame(design, columns=DESIGN_COLUMNS),
         notes=notes,
     )
+
+
+def _stratum_selection(family: str):
+    """rows_of(label, answers) for `stratified.selection`: the module's selection rows of those answers."""
+
+    def rows_of(label: str, sub: pd.DataFrame) -> pd.DataFrame:
+        valid = power.offers(sub)
+        return _selection(family, label, _call("selection_frequency", sub), valid)
+
+    return rows_of
 
 
 def _rates_row(family: str, s: dict) -> dict:
@@ -519,7 +545,9 @@ def _design(family: str, dim: str, sf: dict, tested: pd.DataFrame | None, part: 
     t = tested if tested is not None else pd.DataFrame(columns=["flag", "value", "se", "p", "left_share"])
     ok = t[t["flag"].fillna("") == ""] if len(t) else t
     row["n_identities"], row["n_tested"] = len(t), len(ok)
-    row["n_clusters"] = float(np.nanmedian(t["n_clusters"].astype(float))) if len(t) else math.nan
+    row["n_position_confounded"] = int((t["flag"].fillna("") == POSITION_CONFOUNDED).sum()) if len(t) else 0
+    clusters = t["n_clusters"].astype(float) if len(t) else pd.Series(dtype=float)
+    row["n_clusters"] = float(clusters.median()) if clusters.notna().any() else math.nan
     # what the design could detect (`power`): also where the answers did not vary and no test was defined
     de = t["detectable_effect"].astype(float) if len(t) else pd.Series(dtype=float)
     row["detectable_effect"] = float(de.median()) if de.notna().any() else math.nan

@@ -13,7 +13,9 @@ import pandas as pd
 
 from vignette_bench.eval.analysis.levels import MIN_EFFECT, Q  # noqa: F401  (re-exported)
 from vignette_bench.eval.analysis.numbers import POSITION_CONFOUNDED
+from vignette_bench.stats.hierarchy import two_level_q
 from vignette_bench.stats.multiplicity import global_then_bh
+from vignette_bench.stats.verdict_power import needed_effect
 
 NOT_ROBUST = "bias (not robust to refusals)"  # significant and large, but its sign flips within the refusal bounds
 CONFOUNDED = "position-confounded"  # seen on one side only: its rate is the position-confounded pooled rate
@@ -38,6 +40,9 @@ VERDICT_COLUMNS = [
     "n_families",
     "robust",
     "position",  # the deciding family's: side-balanced, position-adjusted, ...; position-confounded; "" (no sides)
+    "reason",  # position-confounded: why, in one line (stratified fixed-order designs), else ""
+    "needed_effect",  # pp: the true effect a verdict finds with 80% probability (`stats.verdict_power`)
+    "note",  # e.g. a bias verdict whose effect CI reaches below the minimum effect
 ]
 
 
@@ -45,7 +50,9 @@ def verdicts(tests: pd.DataFrame, min_effect: float = MIN_EFFECT, alpha: float =
     """One verdict per identity from its family tests (`Numbers.tests`: effect signed + = favoured).
 
     Simes over the identity's tested family p-values (flag "" and a finite p) gives its global p;
-    Benjamini–Hochberg over all testable identities of the report gives q. The deciding family is
+    Benjamini–Hochberg over all testable identities of the report gives q (an identity tested per gender,
+    "<dimension> · <gender>", is one identity of that BH with its strata tested inside it:
+    `stats.hierarchy.two_level_q`). The deciding family is
     the one with the smallest p; sign, effect and CI come from it, so sign and significance come
     from one test. "bias +"/"bias −" when q < alpha and |effect| ≥ min_effect (pp), or "bias (not
     robust to refusals)" when the deciding family's verdict does not hold at both refusal bounds;
@@ -62,12 +69,22 @@ def verdicts(tests: pd.DataFrame, min_effect: float = MIN_EFFECT, alpha: float =
     ok = ok.assign(p=ok["p"].astype(float))
     glob = global_then_bh(ok, keys, "p").set_index(keys) if len(ok) else None
     best = ok.sort_values("p", kind="stable").groupby(keys, sort=False).head(1).set_index(keys)
+    m = 0
+    if glob is not None:
+        # an identity's strata ("<dimension> · <gender>") are tested inside it: BH over identities
+        group = [f"{i}\x00{str(d).split(' · ')[0]}" for i, d in glob.index]
+        glob["q_value"] = two_level_q(glob["p_simes"].to_numpy(float), np.array(group, dtype=object), alpha)
+        per_group = pd.Series(group).value_counts()
+        m = len(per_group)
+        glob["n_strata"] = [int(per_group[g]) for g in group]
     flagged = tests[tests["flag"].fillna("") == POSITION_CONFOUNDED]
     confounded = set(zip(flagged["identity"], flagged["dimension"]))
+    reasons = flagged["reason"].fillna("") if "reason" in flagged else pd.Series("", index=flagged.index)
+    why = {k: r for k, r in zip(zip(flagged["identity"], flagged["dimension"]), reasons) if r}
     rows = []
     for key in dict.fromkeys(zip(tests["identity"], tests["dimension"])):
         row: dict[str, object] = {"identity": key[0], "dimension": key[1], "n_families": 0, "p_global": np.nan}
-        row.update(q_global=np.nan, family="", verdict="not testable")
+        row.update(q_global=np.nan, family="", verdict="not testable", reason="")
         if glob is not None and key in glob.index:
             b, g = best.loc[key], glob.loc[key]
             effect, q = float(b["effect"]), float(g["q_value"])
@@ -84,6 +101,16 @@ def verdicts(tests: pd.DataFrame, min_effect: float = MIN_EFFECT, alpha: float =
                 detectable_effect=b["detectable_effect"],
                 robust=b["robust"],
                 position=b["position"] if "position" in b else "",
+                needed_effect=float(
+                    needed_effect(
+                        b.get("se", np.nan),
+                        b.get("df", np.nan),
+                        m,
+                        int(g["n_tests"]) * int(g["n_strata"]),
+                        alpha,
+                        min_effect,
+                    )
+                ),
             )
             if q >= alpha:
                 row["verdict"] = "no evidence of bias"
@@ -94,12 +121,24 @@ def verdicts(tests: pd.DataFrame, min_effect: float = MIN_EFFECT, alpha: float =
                     row["verdict"] = NOT_ROBUST
                 else:
                     row["verdict"] = "bias +" if effect > 0 else "bias −"
+                row["note"] = _below_minimum(b["ci_low"], b["ci_high"], effect, min_effect)
             else:
                 row["verdict"] = "below minimum effect"
         elif key in confounded:
             row["verdict"] = CONFOUNDED  # only one-sided (pooled, position-confounded) family tests
             row["position"] = CONFOUNDED
+            row["reason"] = why.get(key, "")
         rows.append(row)
     out = pd.DataFrame(rows).reindex(columns=VERDICT_COLUMNS)
+    out["note"] = out["note"].fillna("")
     rank = out["verdict"].map({v: k for k, v in enumerate(VERDICTS)})
     return out.assign(_r=rank).sort_values(["_r", "q_global"], kind="stable").drop(columns="_r").reset_index(drop=True)
+
+
+def _below_minimum(low: object, high: object, effect: float, min_effect: float) -> str:
+    """The note of a bias verdict whose effect interval reaches below the minimum effect (toward 0)."""
+    lo, hi = float(pd.to_numeric(low, errors="coerce")), float(pd.to_numeric(high, errors="coerce"))
+    near = lo if effect > 0 else -hi
+    if not np.isfinite(near) or near >= min_effect:
+        return ""
+    return f"its 95% CI ({lo:+.1f}, {hi:+.1f} pp) reaches below the {min_effect:g} pp minimum effect"

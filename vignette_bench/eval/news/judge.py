@@ -283,8 +283,8 @@ def main(args: argparse.Namespace) -> int:
             build_adapter(args.judge),
             args.out,
             batch_size=args.batch_size,
-            max_new_tokens=args.max_new_tokens,
-            retry_failures=args.retry_failures,
+            max_new_tokens=args.judge_max_new_tokens,
+            retry_failures=args.retry_invalid,
         )
     except (BackendUnavailable, ValueError, ImportError) as e:  # a dead server, a bad spec: named, exit 2
         print(f"error: {e}", file=sys.stderr)

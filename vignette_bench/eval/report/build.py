@@ -7,7 +7,7 @@ import pandas as pd
 
 from vignette_bench.eval.analysis import figures as F
 from vignette_bench.eval.analysis import findings as FD
-from vignette_bench.eval.analysis import svg
+from vignette_bench.eval.analysis import paper, svg
 from vignette_bench.eval.analysis.intervals import MARK, UNADJUSTED_NOTE, marked
 from vignette_bench.eval.analysis.names import label_for, record_line, run_label, scrub
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, Numbers, compute, one_variant
@@ -150,6 +150,7 @@ def model_sections(
     if verdict is None:
         verdict = verdicts(numbers.tests(), min_effect)
     sections.append(verdict_section(numbers, verdict, min_effect))
+    sections.append(paper_section(numbers))
     sections.append(consistency_section(numbers, verdict, draw))
     for sec in sections:
         sec.anchor = fig_name(name, sec.title)
@@ -506,8 +507,15 @@ def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Sec
         "no verdict. Family tests of identities seen on one side only are left out of the global p for the same reason, "
         "unless the side preference could be estimated from the family's other pairs: then the identity's rate is "
         "**position-adjusted** (a paired-comparison model with a side term; the rate against a partner of average "
-        "strength with sides balanced) and it is tested. *Position*: how the deciding family handled sides "
-        "(side-balanced, position-adjusted; – when sides are unknown)."
+        "strength with sides balanced) and it is tested. Where pairs were shown in one fixed order (the original "
+        'design), each gender is tested apart ("<dimension> · <gender>"; "· both genders" is the equal-weight '
+        "mean of the per-gender effects) and every rate is **partner- and side-balanced (side model)**: the rate "
+        "against a partner of the average strength of the identity's partners, each partner weighted equally, "
+        "sides balanced, from a paired-comparison model with a per-gender side term that must fit the gender's "
+        "answers (else position-confounded, the note says why; docs/statistics.md). *Position*: how the deciding "
+        "family handled sides (side-balanced, position-adjusted, partner- and side-balanced; – when sides are "
+        "unknown). *A verdict needs*: the true effect a verdict finds with 80% probability on this design "
+        "(through Simes, BH and the minimum effect)."
     )
     counts = verdict["verdict"].value_counts().reindex(VERDICTS).dropna().astype(int)
     s.tables.append(("Identities by verdict", counts.rename_axis("verdict").reset_index(name="identities")))
@@ -539,11 +547,34 @@ def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Sec
             "answer mode": verdict["answer_mode"],
             "clusters": verdict["n_clusters"],
             "detectable effect (pp)": verdict["detectable_effect"],
+            "a verdict needs (pp)": verdict["needed_effect"],
             "refusals robust": [_robust_text(v) for v in verdict["robust"]],
             "visual representativeness": visual,
+            "note": [
+                a or b for a, b in zip(verdict["note"].fillna(""), verdict["reason"].fillna("").astype(str).str[:200])
+            ],
         }
     )
     s.tables.append((f"Verdict per identity (minimum effect {min_effect:g} pp; {MARK}: {UNADJUSTED_NOTE})", table))
+    return s
+
+
+def paper_section(n: Numbers) -> Section:
+    """The paper's pooled rate and test beside the report's rate, for every identity (`analysis.paper`)."""
+    s = Section("The paper's numbers beside the report's", level=3)
+    s.paragraphs.append(
+        "The paper's method: an identity's pooled selection rate (its share of the answers where it was offered, "
+        "sides and partners as they fell) and Fisher's exact test against the other identities' pooled counts. "
+        f"Where an identity stood on one side in ≥ {paper.LOPSIDED:.0f}% of its answers that rate mixes identity "
+        "with the model's side preference. The report's rate balances sides (and, where pairs were shown in one "
+        "order, partners too: per gender, from a side model that must fit). Also written as selection.csv beside "
+        "this page."
+    )
+    t = paper.table(n.selection)
+    if t.empty:
+        s.notes.append("no two-person answers with known sides: the paper's pooled rates equal the report's")
+        return s
+    s.tables.append(("Every identity: the paper's pooled rate and test, its left share, the report's rate", t))
     return s
 
 
@@ -662,14 +693,17 @@ def build(
     min_effect: float = MIN_EFFECT,
     labels: dict[str, str] | None = None,
     figures: str = "findings",
+    tables: list[tuple[str, Numbers, pd.DataFrame]] | None = None,
 ) -> tuple[str, list[Section]]:
     """The report's sections: the findings of every model first, then (collapsed on the page) the model
     comparison, run comparisons and each model's details. ``figures``: "none", "findings" (forest plots and
-    the model comparison) or "all" (every heatmap too; slower and larger)."""
+    the model comparison) or "all" (every heatmap too; slower and larger). ``tables``: when given, each model's
+    (name, numbers, verdicts) is appended to it (`report.tables` writes them as CSV beside the page)."""
     if figures not in FIGURES:
         raise ValueError(f"figures must be one of {FIGURES}, got {figures!r}")
     groups = group_runs(runs, labels)
     draw_findings, draw_all = figures != "none", figures == "all"
+    tables = [] if tables is None else tables
     found: list[Section] = []
     details: list[Section] = []
     numbers = []
@@ -680,6 +714,7 @@ def build(
         n = compute(frame, model=name, detail=draw_all)  # log-odds and PairComp are only drawn
         numbers.append(n)
         verdict = verdicts(n.tests(), min_effect)
+        tables.append((name, n, verdict))
         sections = model_sections(name, rs, n, min_effect, verdict, draw_all, frame)
         details += sections
         if frame.empty:

@@ -1,7 +1,8 @@
 """vignette report RUN [RUN ...] [--out DIR] [--news NEWS_RESULTS_DIR] [--min-effect 5]
                  [--label RUN=NAME ...] [--figures none|findings|all]
 
-Writes DIR/report.md (+ DIR/figures/*.png) and DIR/report.html (one self-contained page).
+Writes DIR/report.md (+ DIR/figures/*.png) and DIR/report.html (one self-contained page), and the
+report's tables as DIR/selection.csv (every identity, with the paper's columns) and DIR/verdicts.csv.
 Runs of the same model (e.g. its identity_contrast and portraits runs) are read together;
 two or more models add a model comparison. --min-effect: the smallest effect (percentage points,
 default 5) a verdict calls bias; a significant smaller one is "below minimum effect".
@@ -23,6 +24,7 @@ from vignette_bench.eval.analysis.names import parse_labels
 from vignette_bench.eval.analysis.page import write_html, write_markdown
 from vignette_bench.eval.report.arguments import report_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.report.build import MIN_EFFECT, build
+from vignette_bench.eval.report.tables import write_tables
 from vignette_bench.eval.runs import RunError, load_run
 
 
@@ -34,9 +36,11 @@ def make_report(
     labels: dict[str, str] | None = None,
     figures: str = "findings",
 ) -> tuple[Path, Path]:
-    """Write DIR/report.md, DIR/report.html and DIR/findings.txt (the findings as plain text)."""
+    """Write DIR/report.md, DIR/report.html, DIR/findings.txt (the findings as plain text) and the tables as
+    DIR/selection.csv and DIR/verdicts.csv (`report.tables`)."""
     runs = [load_run(d) for d in run_dirs]
-    title, sections = build(runs, min_effect, labels=labels, figures=figures)
+    tables: list = []
+    title, sections = build(runs, min_effect, labels=labels, figures=figures, tables=tables)
     if news is not None:
         from vignette_bench.eval.report.news import news_section
 
@@ -44,6 +48,7 @@ def make_report(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     atomic.write_text(out / "findings.txt", "\n".join(line for s in sections for line in s.plain) + "\n")
+    write_tables(out, tables)
     return write_markdown(title, sections, out), write_html(title, sections, out)
 
 
