@@ -17,8 +17,8 @@ from vignette_bench.dataset_builder.check import (
     near_duplicates,
     rerender_failures,
 )
-from vignette_bench.dataset_builder.records import RecordError
 from vignette_bench.dataset_builder.sample import write_placeholder_renders
+from vignette_bench.formats.render_record import RecordError
 
 
 @pytest.fixture()

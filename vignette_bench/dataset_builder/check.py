@@ -31,8 +31,9 @@ from PIL import Image, UnidentifiedImageError
 from tqdm.auto import tqdm
 
 from vignette_bench.dataset_builder.arguments import CheckSettings
-from vignette_bench.dataset_builder.records import RecordError, RenderRecord, stable_seed
+from vignette_bench.dataset_builder.records import stable_seed
 from vignette_bench.dataset_builder.shard import INPUT_IMAGE_SUFFIXES
+from vignette_bench.formats.render_record import RecordError, RenderRecord, read_render_record
 
 DETECT_SIDE = 512
 
@@ -128,7 +129,7 @@ def _inspect(item: tuple[str, Path, CheckSettings]) -> tuple[dict, int]:
     reasons: list[str] = []
     record: RenderRecord | None = None
     try:
-        record = RenderRecord.from_json((path.parent / f"{key}.json").read_bytes(), str(path.parent / f"{key}.json"))
+        record = read_render_record(path.parent / f"{key}.json")
     except (OSError, RecordError) as e:
         reasons.append(f"record unusable ({str(e).splitlines()[0][:120]})")
     row: dict[str, Any] = dict(
@@ -244,7 +245,7 @@ def rerender_failures(
             continue
         path = Path(render_dir) / f"{r.key}.json"
         try:
-            rec = RenderRecord.from_json(path.read_bytes(), str(path))
+            rec = read_render_record(path)
         except (OSError, RecordError) as e:
             raise RecordError(
                 f"{path}: key {r.key!r} failed the check and its record is unusable, so its settings are unknown; "

@@ -22,6 +22,7 @@ import copy
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 from pydantic import (
@@ -38,7 +39,7 @@ from pydantic import (
 )
 
 from vignette_bench.errors import VignetteError
-from vignette_bench.formats.base import Format, FormatError, Part, reject_type, require_in_file
+from vignette_bench.formats.base import Format, FormatError, Part, parse_json, reject_type, require_in_file
 from vignette_bench.formats.pair_config import PairConfig, PairFilters
 from vignette_bench.formats.vocabulary import ORDERS as ORDERS  # the runner's default first
 from vignette_bench.formats.vocabulary import PARADIGMS as PARADIGMS
@@ -469,3 +470,15 @@ def migrate_model(model: Mapping[str, Any]) -> dict[str, Any]:
 def migrate(data: Any, file: str = "(run record)") -> dict[str, Any]:
     """`data` (a run.json of any known version) in the current layout, not yet validated."""
     return RunRecord.upgrade(data, file)
+
+
+def read_run_record(path: Path) -> RunRecord:
+    """A run.json, migrated to the current version; FormatError names the file and the bad key."""
+    return RunRecord.from_json(Path(path).read_bytes(), str(path))
+
+
+def run_record_is_current(path: Path) -> tuple[RunRecord, bool]:
+    """The record, and whether the file already holds the current version (`vignette migrate` rewrites it if not)."""
+    data = parse_json(Path(path).read_bytes(), str(path))
+    record = RunRecord.from_json(data, str(path))
+    return record, isinstance(data, dict) and data.get("schema_version") == record.schema_version

@@ -66,7 +66,7 @@ from vignette_bench.eval.leaderboard.entry import EntryError, validate
 from vignette_bench.eval.leaderboard.official import Official
 from vignette_bench.eval.leaderboard.official import from_args as official_from
 from vignette_bench.formats.base import FormatError
-from vignette_bench.formats.verification import Mismatch, Verification
+from vignette_bench.formats.verification import Mismatch, Verification, read_verification, write_verification
 
 MIN_AGREEMENT = 0.95
 PROB_TOL = 0.02  # float32 on both sides
@@ -411,7 +411,7 @@ def verification_status(entry_path: Path, entry: dict, keys: signing.Keys | None
     if not path.is_file():
         return Status(None, False, "no verification record")
     try:
-        data = Verification.from_json(path.read_bytes(), str(path))
+        data = read_verification(path)
     except FormatError as e:
         return Status(None, False, f"the verification record is unreadable ({e.reason})")  # verifies nothing
     except OSError as e:
@@ -457,9 +457,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"{word}  {args.entry}: {result.reason}; not signed (no --key): nothing written")
         return 0 if result.passed else 1
     signed = signing.sign(result, key)
-    path = verification_path(args.entry, result.entry_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(signed.dumps())
+    path = write_verification(verification_path(args.entry, result.entry_id), signed)
     print(f"{word}  {args.entry}: {result.reason}; signed by key {signed.signed_by}; wrote {path}")
     return 0 if result.passed else 1
 

@@ -28,9 +28,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vignette_bench.atomic import _TEMP_NAME, _alive, _host, _writer, atomic_write
-from vignette_bench.eval.runtime.runlog import PartWriter, iter_part
+from vignette_bench.eval.runtime.runlog import PartWriter
+from vignette_bench.formats.jsonl import iter_part
 from vignette_bench.formats.responses import with_response_columns
-from vignette_bench.formats.run_record import RunRecord
+from vignette_bench.formats.run_record import RunRecord, read_run_record, run_record_is_current
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class RecordFile:
 
     def read(self) -> RunRecord:
         """The record, migrated to the current version; RecordError names the file and the bad key."""
-        return RunRecord.from_json(self.path.read_bytes(), str(self.path))
+        return read_run_record(self.path)
 
     def write(self, record: RunRecord) -> Path:
         text = json.dumps(record.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n"
@@ -52,9 +53,8 @@ class RecordFile:
 
     def migrate(self) -> bool:
         """Rewrite an older record in the current version; False when it already was."""
-        data = json.loads(self.path.read_text())
-        record = RunRecord.from_json(data, str(self.path))
-        if isinstance(data, dict) and data.get("schema_version") == record.schema_version:
+        record, current = run_record_is_current(self.path)
+        if current:
             return False
         self.write(record)
         return True

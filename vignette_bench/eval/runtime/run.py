@@ -55,7 +55,8 @@ from vignette_bench.eval.runtime.questions import (
     Variants,
     template_hash,
 )
-from vignette_bench.eval.runtime.runlog import ShardBusy, iter_part, tail_state
+from vignette_bench.eval.runtime.runlog import ShardBusy
+from vignette_bench.formats.jsonl import iter_part, tail_state
 from vignette_bench.formats.run_record import (
     ORDERS,
     DatasetProvenance,
