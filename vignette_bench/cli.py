@@ -144,7 +144,7 @@ COMMANDS: dict[str, Command | Group] = {
         {
             "export": Command(
                 "a seeded sample as one offline HTML annotation page",
-                arguments="vignette_bench.annotate.export:add_arguments",
+                arguments="vignette_bench.annotate.arguments:export_add_arguments",
                 main="vignette_bench.annotate.export:main",
             ),
             "score": Command(

@@ -7,6 +7,22 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from vignette_bench import cli_options as opt
+
+
+def export_add_arguments(p: argparse.ArgumentParser) -> None:
+    opt.source(p, required=True, help="source folder or URL (renders/index.parquet + shards)")
+    p.add_argument(
+        "--kind",
+        choices=("renders", "pairs"),
+        default="renders",
+        help="annotate single renders or composed pairs (default renders)",
+    )
+    p.add_argument("--config", default="identity_contrast", help="pair config for --kind pairs")
+    opt.limit(p, default=1200, help="items to sample (default 1200, as in the paper)")
+    opt.seed(p, help="seed of the sample (default 0)")
+    opt.out(p, type=Path, required=True, help="folder for annotate.html and items.json")
+
 
 def score_add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("answers", nargs="+", type=Path, help="two or more annotators' saved answer files")

@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from vignette_bench import cli_options as opt
 from vignette_bench.annotate.criteria import CRITERIA, VISUAL_CUES
 from vignette_bench.formats.annotation import ANNOTATIONS_FORMAT as FORMAT
 from vignette_bench.formats.annotation import AnnotationItem, AnnotationItems, write_annotation_items
@@ -231,20 +230,6 @@ def export(source: str, kind: str, out: Path, n: int, seed: int, config: str = "
     )
     write_annotation_items(out / "items.json", manifest)
     return out / "annotate.html"
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    opt.source(p, required=True, help="source folder or URL (renders/index.parquet + shards)")
-    p.add_argument(
-        "--kind",
-        choices=("renders", "pairs"),
-        default="renders",
-        help="annotate single renders or composed pairs (default renders)",
-    )
-    p.add_argument("--config", default="identity_contrast", help="pair config for --kind pairs")
-    opt.limit(p, default=1200, help="items to sample (default 1200, as in the paper)")
-    opt.seed(p, help="seed of the sample (default 0)")
-    opt.out(p, type=Path, required=True, help="folder for annotate.html and items.json")
 
 
 def main(args: argparse.Namespace) -> int:
