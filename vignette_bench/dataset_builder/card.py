@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from vignette_bench.dataset_builder.shard import EXTENSION, INDEX_PATH
+from vignette_bench.dataset_builder.layout import EXTENSION, SPECS_DIR, specs_config
+from vignette_bench.formats.render_index import INDEX_PATH
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "cards" / "dataset_card_template.md"
 
@@ -27,7 +28,6 @@ def data_configs(root: Path) -> list[tuple[str, str]]:
     All of them are parquet: ``datasets`` picks ONE builder for a repo, from the first config's files,
     and applies it to every config (a webdataset ``renders`` config first made ``news`` fail with "bad
     checksum"). The renders themselves load with the explicit ``webdataset`` builder (see the card)."""
-    from vignette_bench.dataset_builder.pair_specs import SPECS_DIR, specs_config
     from vignette_bench.dataset_builder.protocol_sample import PROTOCOL_DIR, complete_configs
 
     out = [("index", INDEX_PATH)]

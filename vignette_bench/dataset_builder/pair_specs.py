@@ -19,13 +19,7 @@ import pyarrow.parquet as pq
 
 from vignette_bench.dataset_builder.arguments import ROWS_PER_FILE
 from vignette_bench.dataset_builder.arguments import specs_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
-
-SPECS_DIR = "pairs"
-
-
-def specs_config(config: str) -> str:
-    """The card's config name for a pair config's spec table."""
-    return f"{config}_specs"
+from vignette_bench.dataset_builder.layout import SPECS_DIR
 
 
 def write_pair_specs(

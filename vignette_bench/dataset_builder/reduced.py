@@ -32,8 +32,8 @@ import pyarrow.parquet as pq
 
 from vignette_bench.dataset_builder.arguments import DEFAULT_QUALITY, DEFAULT_TILE
 from vignette_bench.dataset_builder.arguments import reduce_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
-from vignette_bench.dataset_builder.shard import INDEX_PATH, _add, read_image_bytes
-from vignette_bench.formats.render_index import REDUCED_COLUMNS
+from vignette_bench.dataset_builder.shard import _add, read_image_bytes
+from vignette_bench.formats.render_index import INDEX_PATH, REDUCED_COLUMNS
 
 REDUCED_DIR = "reduced"
 
