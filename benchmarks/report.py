@@ -144,7 +144,8 @@ def breakdown(runs: list[str]) -> None:
     """Where the CPU of one default report goes, in this (warm) process: reading the runs, the measure calls
     (vignette_bench/stats/measures, one per family x dimension), the rest of the numbers, the run comparison
     and everything else (verdicts, findings, SVG, page)."""
-    from vignette_bench.eval.analysis import compare, numbers
+    from vignette_bench.eval.analysis import numbers
+    from vignette_bench.eval.compare import comparison as compare
     from vignette_bench.eval.report.command import make_report
     from vignette_bench.eval.runs import load_run
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vignette_bench import atomic
-from vignette_bench.eval.analysis.compare import Comparison, compare_frames
 from vignette_bench.eval.analysis.names import label_for, parse_labels, run_label
 from vignette_bench.eval.compare.arguments import compare_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
+from vignette_bench.eval.compare.comparison import Comparison, compare_frames
 from vignette_bench.eval.runs import Run, RunError, index_digest, load_run
 
 if TYPE_CHECKING:
@@ -73,8 +73,8 @@ def findings(run: Run, label: str, detail_anchor: str) -> Section:
 
 def write(c: Comparison, out: Path, runs: tuple[Run, Run] | None = None) -> list[Path]:
     """Tables, and a page that opens with each run's findings (when `runs` are given) above the comparison."""
-    from vignette_bench.eval.analysis.compare_section import comparison_section
     from vignette_bench.eval.analysis.page import fig_name, write_html, write_markdown
+    from vignette_bench.eval.compare.section import comparison_section
 
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -99,7 +99,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if c.identities.empty:
-        from vignette_bench.eval.analysis.cells import TWO_WAY
+        from vignette_bench.eval.compare.cells import TWO_WAY
 
         # the real cause first: a run with no two-way answers (factuality only) has nothing to compare
         lacking = [r.path for r in (a, b) if not r.responses["paradigm"].isin(TWO_WAY).any()]

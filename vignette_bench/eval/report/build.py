@@ -670,8 +670,8 @@ def comparison_section(all_numbers: list[Numbers], draw: bool = True) -> Section
 
 def run_comparisons(groups: dict[str, list[Run]], frames: dict[str, pd.DataFrame], draw: bool = True) -> list[Section]:
     """`vignette compare` of the first model against each other one, identity by identity."""
-    from vignette_bench.eval.analysis.compare import compare_frames
-    from vignette_bench.eval.analysis.compare_section import comparison_section as identity_comparison
+    from vignette_bench.eval.compare.comparison import compare_frames
+    from vignette_bench.eval.compare.section import comparison_section as identity_comparison
 
     def digests(rs: list[Run]) -> set[str]:
         return {str(index_digest(r)) for r in rs}
