@@ -43,6 +43,7 @@ LAYERS: dict[str, str] = {
     f"{PACKAGE}.eval.news": "eval.news",
     f"{PACKAGE}.eval.serve": "eval.serve",
     f"{PACKAGE}.eval.demo": "eval.demo",
+    f"{PACKAGE}.eval.simulate": "eval.simulate",  # seeded simulated runs: a second writer of run folders
     f"{PACKAGE}.metrics": "metrics",
     f"{PACKAGE}.annotate": "annotate",
     f"{PACKAGE}.upload": "upload",

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from vignette_bench.eval.compare.cells import choice_cells, one_look
-from vignette_bench.eval.report.simulate import SCALES, SimSpec
+from vignette_bench.eval.simulate import SCALES, SimSpec
 from vignette_bench.stats.counts import SIDE_LEFT
 
 ALPHA = 0.05

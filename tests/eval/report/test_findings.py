@@ -19,7 +19,7 @@ from vignette_bench.eval.analysis import svg
 from vignette_bench.eval.analysis.findings import clip_interval, direction_words, forest_rows
 from vignette_bench.eval.analysis.names import base_name, model_label, parse_labels, scrub
 from vignette_bench.eval.report.command import make_report
-from vignette_bench.eval.report.simulate import SimSpec, write_run
+from vignette_bench.eval.simulate import SimSpec, write_run
 from vignette_bench.formats.run_record import DatasetProvenance, ModelProvenance, RunRecord, RunSettings
 
 TINY = dict(dimensions=("religion",), genders=("female",), n_activities=6, n_traits=4, paradigms=("decision",))
@@ -183,7 +183,7 @@ def test_forest_plot_marks_verdicts_by_shape_and_draws_every_interval():
 def test_trait_counts_and_a_page_without_findings_keeps_its_sections_open(tmp_path):
     from vignette_bench.eval.analysis.findings import trait_counts
     from vignette_bench.eval.analysis.page import Section, write_html
-    from vignette_bench.eval.report.simulate import simulate
+    from vignette_bench.eval.simulate import simulate
 
     frame = simulate(SimSpec(dimensions=("religion",), genders=("female",), n_activities=2, n_traits=4))
     t = trait_counts(frame)

@@ -16,7 +16,7 @@ import pytest
 from vignette_bench.eval.analysis import svg
 from vignette_bench.eval.analysis.page import Section, md_table, plural, write_html
 from vignette_bench.eval.report.command import make_report
-from vignette_bench.eval.report.simulate import SimSpec, write_run
+from vignette_bench.eval.simulate import SimSpec, write_run
 
 NS = "{http://www.w3.org/2000/svg}"
 DEMO_LIKE = dict(dimensions=("religion", "age"), genders=("female",), n_activities=8, n_traits=4)

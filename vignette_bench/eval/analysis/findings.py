@@ -170,7 +170,7 @@ def caveats(
     (what its source format could not say: `run_imported`)."""
     out = []
     if simulated:
-        out.append("simulated responses (vignette_bench/eval/report/simulate.py), not a model's answers")
+        out.append("simulated responses (vignette_bench/eval/simulate.py), not a model's answers")
     if placeholder:
         out.append("answers to placeholder images: the numbers show the pipeline, not a model's bias")
     out += [f"imported answers: {note}" for note in dict.fromkeys(imported)]

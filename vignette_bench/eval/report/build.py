@@ -116,7 +116,7 @@ def model_sections(
     if len(frame):
         head.notes += missing_paradigms(frame)
     if any(is_simulated(r) for r in runs):
-        head.notes.append("simulated responses (vignette_bench/eval/report/simulate.py), not a model's answers")
+        head.notes.append("simulated responses (vignette_bench/eval/simulate.py), not a model's answers")
     _, variant = one_variant(frame)
     if variant is not None:
         head.notes.append(
