@@ -34,6 +34,7 @@ LAYERS: dict[str, str] = {
     f"{PACKAGE}.eval.adapters": "eval.adapters",
     f"{PACKAGE}.eval.runs": "eval.analysis",  # the one run loader, below report, compare and leaderboard
     f"{PACKAGE}.eval.analysis": "eval.analysis",
+    f"{PACKAGE}.eval.pages": "eval.pages",  # sections, figures, findings: the pieces every page is built from
     f"{PACKAGE}.eval.runtime": "eval.runtime",
     f"{PACKAGE}.eval.importing": "eval.importing",  # `vignette import`: runtime's records from others' files
     f"{PACKAGE}.eval.report": "eval.report",

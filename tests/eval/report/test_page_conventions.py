@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from vignette_bench.eval.analysis import svg
-from vignette_bench.eval.analysis.page import Section, md_table, plural, write_html
 from vignette_bench.eval.analysis.verdicts import SIGNIFICANT
+from vignette_bench.eval.pages import svg
+from vignette_bench.eval.pages.page import Section, md_table, plural, write_html
 from vignette_bench.eval.report.command import make_report
 from vignette_bench.eval.simulate import SimSpec, write_run
 

@@ -1,6 +1,6 @@
-"""What report, compare and leaderboard compute from runs, below all three: the numbers of one model
-(numbers.py: compute, summaries; power.py, stratified.py), its verdicts (verdicts.py) and the page
-pieces they are shown with (page.py, figures.py, svg.py, findings.py). The comparison of two runs is
-vignette_bench/eval/compare/. Runs are read by vignette_bench/eval/runs.py; the files' formats are in
-vignette_bench/formats.
+"""What report, compare and leaderboard compute from one model's run, below all three: its numbers
+(numbers.py: compute, summaries; power.py, what a run could have found; stratified.py, fixed-order
+dimensions) and its verdicts (verdicts.py; levels.py, the two thresholds, light enough for the parsers).
+Pages are built in vignette_bench/eval/pages/, the comparison of two runs in vignette_bench/eval/compare/.
+Runs are read by vignette_bench/eval/runs.py; the files' formats are in vignette_bench/formats.
 """

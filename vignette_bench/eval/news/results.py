@@ -22,11 +22,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from vignette_bench.eval.analysis.names import display_id
 from vignette_bench.eval.news.answer import read_answers
 from vignette_bench.eval.news.arguments import results_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.news.fixture import FIXTURE_NOTE, is_fixture
 from vignette_bench.eval.news.judge import DIMENSIONS, read_judgements
+from vignette_bench.eval.pages.names import display_id
 
 ATTRIBUTE_ORDER = ("age", "gender", "race", "sport", "occupation")  # the paper's column order
 SHORT = {"accuracy": "Acc", "bias": "Bias", "faithfulness": "Faith"}

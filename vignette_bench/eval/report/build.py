@@ -5,12 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from vignette_bench.eval.analysis import figures as F
-from vignette_bench.eval.analysis import findings as FD
-from vignette_bench.eval.analysis import paper, svg
-from vignette_bench.eval.analysis.names import label_for, record_line, run_label, scrub
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, Numbers, compute, one_variant
-from vignette_bench.eval.analysis.page import NOT_DRAWN, Figure, Section, fig_name, plural
 from vignette_bench.eval.analysis.verdicts import (  # noqa: F401  (re-exported: tests and benchmarks import them here)
     BIAS_VERDICTS,
     CONFOUNDED,
@@ -23,6 +18,11 @@ from vignette_bench.eval.analysis.verdicts import (  # noqa: F401  (re-exported:
     marked,
     verdicts,
 )
+from vignette_bench.eval.pages import figures as F
+from vignette_bench.eval.pages import findings as FD
+from vignette_bench.eval.pages import paper, svg
+from vignette_bench.eval.pages.names import label_for, record_line, run_label, scrub
+from vignette_bench.eval.pages.page import NOT_DRAWN, Figure, Section, fig_name, plural
 from vignette_bench.eval.report.arguments import FIGURES
 from vignette_bench.eval.runs import Run, index_digest, is_simulated, missing_paradigms, placeholder_renders
 

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from vignette_bench.eval.analysis import paper, svg
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, WRONG, Numbers, family_inputs, one_variant
-from vignette_bench.eval.analysis.page import Figure, Section, fig_name, plural
 from vignette_bench.eval.analysis.verdicts import BIAS_VERDICTS, CONFOUNDED
+from vignette_bench.eval.pages import paper, svg
+from vignette_bench.eval.pages.page import Figure, Section, fig_name, plural
 from vignette_bench.stats.position import POSITION_ADJUSTED
 
 Q = 0.05
