@@ -167,6 +167,15 @@ def test_loader_imports_only_formats_errors_taxonomy() -> None:
     assert _offending(lambda a, b: a != "loader" or b in {"formats", "errors", "options", "io", "taxonomy"}) == []
 
 
+def test_builder_card_imports_no_writer_that_calls_it() -> None:
+    """shard and pair_specs call write_card when they finish; the card takes the names it lists from
+    dataset_builder/layout.py and formats, so the three form no import circle."""
+    builder = f"{PACKAGE}.dataset_builder"
+    card_imports = {dst for src, dst, _ in edges() if src == f"{builder}.card"}
+    assert card_imports & {f"{builder}.shard", f"{builder}.pair_specs"} == set()
+    assert (f"{builder}.shard", f"{builder}.card") in {(s, d) for s, d, _ in edges()}  # the call it guards
+
+
 def _cycles() -> list[list[str]]:
     """Strongly connected components of the layer graph with more than one layer (Tarjan)."""
     graph: dict[str, set[str]] = defaultdict(set)
