@@ -23,6 +23,7 @@ from vignette_bench.formats.pair_config import (
     ORDERS,
     SPLIT,
     PairConfig,
+    PairFilters,
 )
 from vignette_bench.formats.render_index import (
     IMAGE_EXTENSIONS,
@@ -55,7 +56,6 @@ from vignette_bench.loader.space import (
     FullBlock,
     Member,
     Orders,
-    PairFilters,
     PairSpace,
     PairSpec,
     _euler_orientation,

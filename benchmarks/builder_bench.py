@@ -31,9 +31,10 @@ from PIL import Image  # noqa: E402
 
 from vignette_bench.dataset_builder.check import check_renders  # noqa: E402
 from vignette_bench.dataset_builder.placeholder import photo_like  # noqa: E402
-from vignette_bench.dataset_builder.records import RenderRecord, plan_renders  # noqa: E402
+from vignette_bench.dataset_builder.records import plan_renders  # noqa: E402
 from vignette_bench.dataset_builder.render import library_versions  # noqa: E402
 from vignette_bench.dataset_builder.shard import encode_image, read_image_bytes, write_shards  # noqa: E402
+from vignette_bench.formats.render_record import RenderRecord  # noqa: E402
 from vignette_bench.taxonomy import GENDERS, load_taxonomy  # noqa: E402
 
 PAIR_SIZE = (672, 336)
@@ -133,7 +134,7 @@ def main() -> None:
                 versions=library_versions(),
                 placeholder=True,
             )
-            (src / f"{spec.key}.json").write_text(rec.to_json())
+            (src / f"{spec.key}.json").write_text(rec.text())
         t, c = time.perf_counter(), time.process_time()
         report = write_shards(src, root / "out", progress=False)
         dt, cpu = time.perf_counter() - t, time.process_time() - c

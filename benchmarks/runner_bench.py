@@ -25,8 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vignette_bench.dataset_builder.sample import build_sample  # noqa: E402
 from vignette_bench.eval.runtime.merge import merge  # noqa: E402
+from vignette_bench.eval.runtime.plan import open_pairs  # noqa: E402
 from vignette_bench.eval.runtime.questions import Variants  # noqa: E402
-from vignette_bench.eval.runtime.run import RunSettings, open_pairs, run  # noqa: E402
+from vignette_bench.eval.runtime.run import RunSettings, run  # noqa: E402
 
 
 def measure(source: str, out: Path, config: str, pairs: int, variants: Variants, batch_size: int) -> dict:

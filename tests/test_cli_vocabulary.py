@@ -5,6 +5,8 @@ The walk covers the whole registry (`vignette_bench.cli.COMMANDS`), in-process: 
 the ones a user can type. A flag must be shared (`cli_options.SHARED`) or declared for its command
 below; a spelling in `cli_options.REFUSED` is refused everywhere. Adding a command or an option means
 adding it here, which is the moment to ask whether the vocabulary already has a word for it.
+`test_no_idea_has_two_spellings` checks the whole registry at once against `cli_options.VOCABULARY`: one
+spelling per idea, one idea per spelling, KEY=VALUE settings repeated.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import shlex
 import sys
 import types
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -44,16 +47,15 @@ OWN_FLAGS: dict[str, set[str]] = {
         "--taxonomy",
     },
     "build check": {
-        "--table",
         "--min-std",
         "--max-hash-distance",
         "--no-face",
         "--workers",
-        "--rerender-failures",
+        "--retry-invalid",
         "--device",
     },
     "build shard": {
-        "--format",
+        "--image-format",
         "--quality",
         "--max-shard-mb",
         "--taxonomy",
@@ -63,11 +65,11 @@ OWN_FLAGS: dict[str, set[str]] = {
         "--license",
     },
     "build verify": {"--decode"},
-    "build sample": {"--format", "--quality", "--identities", "--activities", "--renders-per-cell"},
+    "build sample": {"--image-format", "--quality", "--identities", "--activities", "--renders-per-cell"},
     "build photos": {"--rows", "--taxonomy", "--quality"},
     "build news": {"--images", "--rows", "--skip-bad", "--rows-per-shard", "--placeholder"},
     "build reduce": {"--quality"},
-    "build specs": {"--configs", "--rows-per-file"},
+    "build specs": {"--configs", "--rows-per-shard"},
     "build protocol-sample": {"--configs", "--rows-per-shard"},
     "info": {"--json"},
     "show": {"--config", "--index", "--seam"},
@@ -103,12 +105,15 @@ OWN_FLAGS: dict[str, set[str]] = {
     "leaderboard build": {"--entries", "--strict", "--keys", "--read-other-sources"},
     "leaderboard export": {"--link"},
     "news answer": {"--robustness", "--batch-size", "--retry-invalid"},
-    "news judge": {"--answers", "--judge", "--batch-size", "--max-new-tokens", "--retry-failures"},
+    "news judge": {"--answers", "--judge", "--batch-size", "--judge-max-new-tokens", "--retry-invalid"},
     "news results": {"--answers", "--judgements", "--judge-id", "--compare"},
     "news demo": {"--judge", "--judge-max-new-tokens"},
     "explain": {"--question", "--layer", "--image"},
     "serve": {"--host", "--port", "--served-model-name"},
-    "upload": {"--entries", "--metrics", "--stage", "--wheel", "--private", "--dry-run"},
+    "upload dataset": {"--private", "--dry-run"},
+    "upload metrics": {"--metrics", "--stage", "--wheel", "--private", "--dry-run"},
+    "upload results": {"--entries", "--stage", "--private", "--dry-run"},
+    "upload card": set(),
     "demo": {"--tiny-pairs", "--random-pairs"},
 }
 
@@ -125,7 +130,8 @@ READS_SOURCE = {
     "annotate export",
     "news answer",
     "news judge",
-    "upload",
+    "upload dataset",
+    "upload card",
 }
 
 
@@ -170,8 +176,9 @@ def long_flags(parsers: list[argparse.ArgumentParser]) -> set[str]:
 
 
 def test_the_vocabulary_is_one_word_per_idea():
-    assert not set(cli_options.SHARED) & set(cli_options.REFUSED)
-    assert set(cli_options.REFUSED.values()) - set(cli_options.SHARED) == {"RUN (positional)"}
+    assert not set(cli_options.VOCABULARY) & set(cli_options.REFUSED)
+    assert set(cli_options.SHARED) <= set(cli_options.VOCABULARY)
+    assert set(cli_options.REFUSED.values()) - set(cli_options.VOCABULARY) == {"RUN (positional)"}
     assert set(OWN_FLAGS) == set(ALL), "declare the new command's own flags in OWN_FLAGS (or drop a gone one)"
     for name, own in OWN_FLAGS.items():
         assert not own & set(cli_options.SHARED), f"{name}: a shared flag is not an own flag"
@@ -342,7 +349,7 @@ def test_an_old_spelling_gets_a_hint_naming_the_new_one(name, monkeypatch, capsy
     hinted = {old: new for old, new in table.items() if old not in taken and new in taken}
     assert hinted or not {*table.values()} & taken, f"vignette {name}: no old spelling to try"
     for old, new in hinted.items():
-        for typed in ([old, "1"], [f"{old}=1"]):
+        for typed in [["a/folder"]] if old.endswith(" (positional)") else [[old, "1"], [f"{old}=1"]]:
             assert cli.main([*name.split(), *typed]) == 2
             err = capsys.readouterr().err
             assert err.endswith(f"vignette {name}: error: {old} is now {new}\n"), err
@@ -365,3 +372,132 @@ def test_show_names_the_config_flag_for_the_old_positional(monkeypatch, capsys):
     )
     assert cli.main(["show", "--index", "0", "--out", "x.png"]) == 2
     assert "--config CONFIG" in capsys.readouterr().err
+
+
+def spelling_problems(parsers: dict[str, argparse.ArgumentParser]) -> list[str]:
+    """Where the commands' parsers spell one idea two ways or give one spelling two meanings (empty: none).
+
+    One idea, one spelling: a flag that several commands take is declared in `cli_options.VOCABULARY` and means
+    the same there (the same action; the same choices where they are listed); no command takes another spelling
+    of an idea (`cli_options.REFUSED`) or its own old one (`cli_options.RENAMED`). Lists follow one rule: a
+    KEY=VALUE setting is one value per use of a repeated flag; several values after one flag are files."""
+    problems = []
+    takers: dict[str, list[tuple[str, argparse.Action]]] = {}
+    for name, parser in parsers.items():
+        taken = set(parser._option_string_actions)
+        taken |= {f"{a.metavar} (positional)" for a in parser._actions if not a.option_strings}
+        for old in sorted(taken & {*cli_options.REFUSED, *cli_options.RENAMED.get(name, {})}):
+            new = cli_options.REFUSED.get(old) or cli_options.RENAMED[name][old]
+            problems.append(f"vignette {name} takes {old}, another spelling of {new}")
+        for action in parser._actions:
+            for flag in action.option_strings:
+                if flag.startswith("--") and flag != "--help":
+                    takers.setdefault(flag, []).append((name, action))
+            values = [action.metavar or "", *(action.default if isinstance(action.default, list) else [])]
+            if any("=" in str(v) for v in values):
+                if not isinstance(action, argparse._AppendAction) or action.nargs is not None:
+                    problems.append(
+                        f"vignette {name} {action.option_strings or action.metavar}: KEY=VALUE settings repeat "
+                        f"the flag, one per use (as --filter), not {action.nargs or 'one'} value(s) after it"
+                    )
+    for flag, where in sorted(takers.items()):
+        names = [name for name, _ in where]
+        if len(where) > 1 and flag not in cli_options.VOCABULARY:
+            problems.append(f"{flag} is taken by {', '.join(names)}: declare it in cli_options.VOCABULARY")
+        kinds = {type(a).__name__ for _, a in where}
+        choices = {(name, tuple(a.choices)) for name, a in where if a.choices is not None}
+        if len(kinds) > 1 or len({c for _, c in choices}) > 1:
+            means = "; ".join(f"{name}: {type(a).__name__} {list(a.choices or [])}" for name, a in where)
+            problems.append(f"{flag} means different things ({means}): give each idea its own word")
+    return problems
+
+
+def test_no_idea_has_two_spellings(monkeypatch, capsys):
+    parsers = {name: parser_of(name, monkeypatch, capsys) for name in sorted(ALL)}
+    problems = spelling_problems(parsers)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_vocabulary_is_documented():
+    text = (Path(__file__).parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
+    missing = [flag for flag in cli_options.VOCABULARY if f"`{flag}" not in text]
+    assert not missing, f"docs/cli.md does not name {missing} (cli_options.VOCABULARY)"
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in text.splitlines() if line.startswith("| `")]
+    before: dict[str, str] = {}
+    for row in rows:
+        if len(row) == 3:  # | command | before | now |
+            before[row[0].strip("`")] = before.get(row[0].strip("`"), "") + row[1]
+    undocumented = [
+        f"{name} {old}"
+        for name, table in cli_options.RENAMED.items()
+        for old in table
+        if f"`{old.split(' (')[0]}" not in before.get(name, "")
+    ]
+    assert not undocumented, f"docs/cli.md's table of renamed spellings lacks {undocumented}"
+
+
+def test_the_spelling_check_finds_two_spellings_and_two_meanings():
+    """What the walk above refuses, on parsers built as main's were before issue 36 (item 4)."""
+
+    def parser(*options: tuple[str, dict]) -> argparse.ArgumentParser:
+        p = argparse.ArgumentParser()
+        for flag, kw in options:
+            p.add_argument(flag, **kw)
+        return p
+
+    codec = parser(("--format", {"choices": ("jpeg", "webp")}))
+    kind = parser(("--format", {"choices": ("vignette-csv", "table")}))
+    judge = parser(("--retry-failures", {"action": "store_true"}))
+    run = parser(("--variants", {"nargs": "+", "default": ["paraphrase=0", "modality=image"]}))
+    verify = argparse.ArgumentParser()
+    verify.add_argument("source", metavar="SOURCE")
+    problems = spelling_problems(
+        {"build shard": codec, "import": kind, "news judge": judge, "run": run, "build verify": verify}
+    )
+    assert any(p.startswith("--format means different things") for p in problems), problems
+    assert "vignette news judge takes --retry-failures, another spelling of --retry-invalid" in problems
+    assert any(p.startswith("vignette run ['--variants']: KEY=VALUE settings repeat the flag") for p in problems)
+    assert "vignette build verify takes SOURCE (positional), another spelling of --source" in problems
+    assert "vignette build shard takes --format, another spelling of --image-format" in problems
+    assert len(problems) == 5, problems
+    shared = parser(("--stage", {}))
+    assert spelling_problems({"a": shared, "b": parser(("--stage", {}))}) == []
+    assert spelling_problems({"a": parser(("--staging", {})), "b": parser(("--staging", {}))}) == [
+        "--staging is taken by a, b: declare it in cli_options.VOCABULARY"
+    ]
+
+
+def test_a_second_key_value_after_a_repeated_flag_says_to_repeat_it(capsys):
+    """`run --variants` was space-separated KEY=VALUES; now it repeats like --filter, and the old form is named."""
+    base = ["run", "--source", "s", "--config", "portraits", "--model", "random", "--out", "o"]
+    for old in (["--variants", "paraphrase=0,1", "modality=image"], ["--variants=paraphrase=0,1", "modality=image"]):
+        assert cli.main([*base, *old]) == 2
+        assert capsys.readouterr().err.endswith(
+            "vignette run: error: --variants takes one KEY=VALUES per use: repeat it "
+            "(--variants paraphrase=0,1 --variants modality=image)\n"
+        )
+    assert cli.main([*base, "--filter", "gender=female", "dimensions=religion"]) == 2
+    assert "repeat it (--filter gender=female --filter dimensions=religion)" in capsys.readouterr().err
+    assert cli.main([*base, "--variants", "wording=1"]) == 2  # a wrong KEY is a usage error naming the keys
+    assert "KEY one of paraphrase, option_style, modality" in capsys.readouterr().err
+
+
+def test_the_repeated_variants_parse_to_the_wordings_asked(monkeypatch, capsys):
+    from vignette_bench.formats.run_record import Variants
+
+    run = parser_of("run", monkeypatch, capsys)
+    base = ["--source", "s", "--config", "portraits", "--model", "random", "--out", "o"]
+    args = run.parse_args([*base, "--variants", "paraphrase=0,1", "--variants", "modality=image,text"])
+    assert Variants.parse(args.variants) == Variants(paraphrases=(0, 1), modalities=("image", "text"))
+    assert Variants.parse(run.parse_args(base).variants) == Variants()  # the default: one wording
+    assert Variants.parse(run.parse_args([*base, "--variants", "all"]).variants) == Variants.all()
+
+
+def test_upload_is_a_group_of_commands(capsys):
+    assert cli.main(["upload", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"  {name}" in out for name in ("dataset", "metrics", "results", "card")), out
+    assert cli.main(["upload", "results", "--source", "leaderboard/entries", "--repo", "o/r"]) == 2
+    assert capsys.readouterr().err.endswith("vignette upload results: error: --source is now --entries\n")
+    assert cli.main(["build", "verify", "my_source"]) == 2
+    assert capsys.readouterr().err.endswith("vignette build verify: error: SOURCE (positional) is now --source\n")

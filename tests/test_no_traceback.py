@@ -52,7 +52,10 @@ CASES: dict[str, list[str]] = {
     "news demo": ["--out", BAD_OUT, "--limit", "1"],
     "explain": [M, "--question", "q0"],
     "serve": ["--model", "no-such-backend:x"],
-    "upload": ["dataset", "--repo", "org/data", "--source", M, "--dry-run"],
+    "upload dataset": ["--repo", "org/data", "--source", M, "--dry-run"],
+    "upload metrics": ["--repo", "org", "--metrics", M, "--stage", OUT, "--wheel", M, "--dry-run"],
+    "upload results": ["--repo", "org/results", "--entries", M, "--dry-run"],
+    "upload card": ["--source", M],
     "demo": ["--out", BAD_OUT],
 }
 

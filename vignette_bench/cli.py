@@ -217,7 +217,23 @@ COMMANDS: dict[str, Command | Group] = {
         arguments=f"{EVAL}.explain.arguments:explain_add_arguments",
     ),
     "serve": Command(f"{EVAL}.serve.server", "serve a model behind an OpenAI-compatible chat API"),
-    "upload": Command("vignette_bench.upload.command", "push a source, cards, metric modules or results to the Hub"),
+    "upload": Group(
+        "push a source, metric modules or results to the Hub; complete a source's dataset card",
+        {
+            name: Command(
+                "vignette_bench.upload.command",
+                help,
+                attr=f"{name}_",
+                arguments=f"vignette_bench.upload.arguments:{name}_add_arguments",
+            )
+            for name, help in (
+                ("dataset", "a source folder (card, taxonomy, renders, index) to a Hub dataset repo"),
+                ("metrics", "the metric modules, one gradio Space each (OWNER/<name>)"),
+                ("results", "the leaderboard entries (validated) and the responses they cite to a Hub dataset repo"),
+                ("card", "complete a source's README.md: pair counts, cautions, placeholders (local only)"),
+            )
+        },
+    ),
     "demo": Command(f"{EVAL}.demo", "the offline demo: placeholder source, random and tiny models, report"),
 }
 

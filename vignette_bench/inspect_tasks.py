@@ -7,7 +7,7 @@
 vignette_bench/inspect_registry.py)
 
 The questions are `vignette run`'s: the pairs come from `vignette.load_dataset` with the run's pair config
-(`vignette_bench/eval/runtime/run.py: open_pairs`), and `QuestionBuilder` words them and orders their options
+(`plan_for` in vignette_bench/eval/runtime/plan.py), and `QuestionBuilder` words them and orders their options
 with the same seed, so a question has the same id, prompt and option order as in a `vignette run` with the same
 source, config, sample, seed, orders, filters, paradigms and variants. Each sample is one question: the
 composed pair image (a PNG data URL, as the openai adapter sends it) and the prompt text, after the system turn
@@ -41,7 +41,7 @@ except ModuleNotFoundError as error:  # a core install: name the extra, not a tr
 
 from vignette_bench.errors import VignetteError
 from vignette_bench.eval.adapters.base import CHOICE_SYSTEM_PROMPT, ChoiceResult, image_to_data_url, match_option
-from vignette_bench.eval.runtime.questions import Question, QuestionBuilder, Variants, template_hash
+from vignette_bench.eval.runtime.questions import Question, Variants, template_hash
 from vignette_bench.formats.run_record import ORDERS, PARADIGMS, RunSettings
 
 # The Question fields a sample's metadata carries (all but the prompt, which is the sample's input).
@@ -69,7 +69,7 @@ def _settings(
     size: str,
 ) -> RunSettings:
     from vignette_bench.cli_options import parse_size
-    from vignette_bench.eval.runtime.run import _parse_filters
+    from vignette_bench.formats.run_record import parse_filters
 
     def words(value: str | Sequence[str] | None, sep: str) -> list[str]:
         if value is None:
@@ -85,7 +85,7 @@ def _settings(
         paradigms=tuple(words(paradigms, ",")) or PARADIGMS,
         variants=Variants.parse(words(variants, " ")) if variants else Variants(),
         sample=int(sample) if sample is not None else None,
-        filters=_parse_filters(words(filters, ";")),
+        filters=parse_filters(words(filters, ";")),
         image_size=parse_size(size),
         orders=orders,
     )
@@ -94,15 +94,12 @@ def _settings(
 def vignette_samples(settings: RunSettings) -> tuple[list[Sample], dict[str, Any]]:
     """One inspect Sample per question `vignette run` would ask with these settings, in its plan order, and
     the task metadata (settings, template hash, the dataset's revision)."""
-    from vignette_bench.eval.runtime.run import open_pairs, source_placeholder
-    from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
+    from vignette_bench.eval.runtime.plan import plan_for, source_placeholder
 
-    source = open_pairs(settings)
-    taxonomy = load_taxonomy(source.taxonomy or str(DATA_DIR))
-    builder = QuestionBuilder(taxonomy, settings.seed, settings.paradigms, settings.variants)
+    plan = plan_for(settings)
+    source = plan.pairs
     samples: list[Sample] = []
-    for row in source.rows:
-        questions = builder(row)
+    for row, questions in plan.questions():
         image_url = image_to_data_url(source.compose(row)) if any(q.modality == "image" for q in questions) else ""
         for q in questions:
             text = ContentText(text=q.prompt)
@@ -122,7 +119,7 @@ def vignette_samples(settings: RunSettings) -> tuple[list[Sample], dict[str, Any
             )
     task_metadata = {
         "vignette_settings": settings.to_json(),
-        "template_hash": template_hash(taxonomy),
+        "template_hash": template_hash(plan.taxonomy),
         # what `vignette run` records of the source, and whether its renders are drawn placeholders
         "dataset": {
             "source": settings.source,

@@ -17,8 +17,8 @@ from vignette_bench.dataset_builder.check import (
     near_duplicates,
     rerender_failures,
 )
-from vignette_bench.dataset_builder.records import RecordError
 from vignette_bench.dataset_builder.sample import write_placeholder_renders
+from vignette_bench.formats.render_record import RecordError
 
 
 @pytest.fixture()
@@ -82,7 +82,7 @@ def test_cli_writes_table_and_lists_failures(renders: Path, tmp_path: Path, caps
     from vignette_bench.cli import main
 
     Image.new("RGB", (256, 256)).save(renders / "male-age-old-cooking.png")
-    assert main(["build", "check", str(renders), "--table", str(tmp_path / "t.csv")]) == 1
+    assert main(["build", "check", str(renders), "--out", str(tmp_path / "t.csv")]) == 1
     out = capsys.readouterr().out
     assert "FAIL male-age-old-cooking: blank or near-uniform" in out and "11/12 renders passed" in out
     table = pd.read_csv(tmp_path / "t.csv")

@@ -26,7 +26,7 @@ from vignette_bench.dataset_builder.protocol_sample import (
 )
 from vignette_bench.dataset_builder.sample import build_sample
 from vignette_bench.eval.leaderboard.protocol import MAX_PAIRS, plan_for, protocol_settings, source_pairs
-from vignette_bench.eval.runtime.run import open_pairs
+from vignette_bench.eval.runtime.plan import open_pairs
 from vignette_bench.upload.plan import UploadFolder
 from vignette_bench.upload.targets import UploadError, dataset_plan
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests import REPO_ROOT
-from vignette_bench.dataset_builder.records import RenderRecord, plan_renders, stable_seed
+from vignette_bench.dataset_builder.records import plan_renders, stable_seed
 from vignette_bench.dataset_builder.render import RenderSettings, Share, finished_record, render_all
+from vignette_bench.formats.render_record import RenderRecord
 from vignette_bench.taxonomy import load_taxonomy
 
 ROOT = REPO_ROOT

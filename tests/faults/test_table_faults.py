@@ -16,9 +16,9 @@ import pytest
 from PIL import Image
 
 from tests.faults.conftest import snapshot
-from vignette_bench.dataset_builder.records import RecordError, RenderRecord
 from vignette_bench.eval.news.data import NewsDataError, news_items
 from vignette_bench.eval.news.judge import parse_judgement
+from vignette_bench.formats.render_record import RecordError, RenderRecord
 from vignette_bench.taxonomy import DATA_DIR, TAXONOMY_FILES, TaxonomyError, load_taxonomy
 from vignette_bench.upload.targets import UploadError, dataset_plan
 
@@ -265,21 +265,18 @@ def test_upload_refuses_a_stray_file(source: Path) -> None:
 def test_a_re_answered_item_does_not_show_the_old_answers_score() -> None:
     from vignette_bench.eval.news.judge import answer_digest
     from vignette_bench.eval.news.results import joined
+    from vignette_bench.formats.news import NewsAnswer, NewsJudgement
 
-    old = {
-        "model_id": "m",
-        "temperature": 0.0,
-        "item_id": "n1",
-        "attribute": "age",
-        "valid": True,
-        "answer": "A",
-        "rationale": "r",
-    }
-    new = {**old, "answer": "B"}
+    old = NewsAnswer(
+        model_id="m", temperature=0.0, item_id="n1", attribute="age", valid=True, answer="A", rationale="r",
+        prompt_version="p", image_sha256="", raw="", error=None, placeholder=False,
+    )  # fmt: skip
+    new = old.model_copy(update={"answer": "B"})
     judgement = {
         "judge_id": "j", "model_id": "m", "temperature": 0.0, "item_id": "n1", "valid": True, "score": 80.0,
-        "answer_sha256": answer_digest(old),
+        "answer_sha256": answer_digest(old), "key": "k", "rubric_version": "r", "attribute": "age",
+        "snippet": "s", "error": None, "raw": "",
     }  # fmt: skip
-    rows = [{**judgement, "dimension": d} for d in ("accuracy", "bias", "faithfulness")]
+    rows = [NewsJudgement(**judgement, dimension=d) for d in ("accuracy", "bias", "faithfulness")]
     assert joined([old], rows).iloc[0]["bias_state"] == "scored"
     assert joined([new], rows).iloc[0]["bias_state"] == "pending"  # the new answer is not judged yet

@@ -23,7 +23,7 @@ def test_version_0_migrates() -> None:
 def test_defaults_are_the_loaders() -> None:
     config = PairConfig(config="portraits")
     assert (config.size, config.seam, config.sample, config.seed) == (DEFAULT_SIZE, DEFAULT_SEAM, None, 0)
-    assert config.filters()["identity_match"] == "all" and "sample" not in config.filters()
+    assert config.filters().identity_match == "all" and "sample" not in config.filters().model_fields
     with pytest.raises(Exception):  # noqa: B017 - frozen
         config.seed = 1  # type: ignore[misc]
 

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from vignette_bench.formats.base import FormatError
+from vignette_bench.formats.pair_config import PairConfig
 from vignette_bench.formats.run_record import SCHEMA_VERSION, RunRecord, migrate
+from vignette_bench.formats.selection import SelectionRecord
 
 V0 = json.loads((Path(__file__).parents[1] / "eval" / "runtime" / "data" / "run-v0.json").read_text())
 
@@ -49,3 +51,29 @@ def test_a_newer_version_is_refused():
 def test_round_trip_through_dumps():
     record = RunRecord.from_json(at_version(0), "run.json")
     assert RunRecord.from_json(record.dumps(), "run.json") == record
+
+
+V3 = (
+    Path(__file__).parents[1] / "eval" / "runtime" / "data" / "run-v3.json"
+)  # `vignette run` at version 3, kept as written
+
+
+def test_a_real_version_3_record_reads_into_one_pair_config():
+    # edef52d's runner: --filter dimensions=religion,age gender=female exclude_near_synonyms=true, --size 96x48
+    record = RunRecord.from_json(V3.read_text(), str(V3))
+    assert record.schema_version == SCHEMA_VERSION and record.imported is None
+    config = record.settings.pair_config()
+    assert config == PairConfig(
+        config="identity_contrast",
+        gender=("female",),
+        dimensions=("religion", "age"),
+        exclude_near_synonyms=True,
+        sample=2,
+        seed=0,
+        orders="balanced",
+        size=(96, 48),
+    )
+    # the settings say what the loader recorded it selected: one vocabulary, PairFilters
+    selection = SelectionRecord.from_json(record.dataset.selection or {}, str(V3))
+    assert selection.filters == config.filters() and selection.size == config.size
+    assert RunRecord.from_json(record.dumps(), str(V3)) == record

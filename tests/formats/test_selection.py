@@ -50,6 +50,8 @@ def test_version_0_migrates() -> None:
 def test_bad_records_name_the_key() -> None:
     with pytest.raises(FormatError, match=r"info.description: filters.gender: "):
         SelectionRecord.from_json({**V0, "filters": {**FILTERS, "gender": "female"}}, "info.description")
+    with pytest.raises(FormatError, match=r"filters: missing filter key\(s\) \['time_use'\]"):
+        SelectionRecord.from_json({**V0, "filters": {k: v for k, v in FILTERS.items() if k != "time_use"}}, "x")
     with pytest.raises(FormatError, match="rows: missing"):
         SelectionRecord.from_json({k: v for k, v in V0.items() if k != "rows"}, "info.description")
     with pytest.raises(FormatError, match="newer vignette"):

@@ -88,3 +88,14 @@ def test_provenance_covers_every_file_that_decides_pixels(tmp_path: Path) -> Non
     rule = root / Path(inspect.getsourcefile(variant_key) or "").resolve().relative_to(package.parent)
     rule.write_text(rule.read_text().replace('f"{base}-v{variant}"', 'f"{base}-w{variant}"'))
     assert provenance.provenance_digest(copy) != vignette.provenance_digest()
+
+
+def test_an_unknown_keyword_is_named_with_the_valid_ones() -> None:
+    # load_dataset(path, name=None, *, pair_config=None, **options): the options are PairConfig's fields and the
+    # serving ones; anything else is refused before the source is read, as datasets refuses a config kwarg
+    with pytest.raises(VignetteError, match=r"unknown option\(s\) \['colour'\]") as err:
+        vignette.load_dataset("/nonexistent/source", "identity_contrast", colour="red")
+    for valid in ("gender", "identity_match", "sample", "size", "reduced", "split", "streaming", "cache_dir"):
+        assert f"'{valid}'" in str(err.value)
+    with pytest.raises(VignetteError, match=r"unknown pair option\(s\) \['genders'\]; known: \['activities'"):
+        vignette.PairSpace(vignette.load_taxonomy(), "portraits", genders="female")

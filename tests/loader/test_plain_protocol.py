@@ -32,7 +32,8 @@ from vignette_bench.eval.leaderboard.protocol import (
     protocol_settings,
     source_pairs,
 )
-from vignette_bench.eval.runtime.run import rows_source, run
+from vignette_bench.eval.runtime.plan import rows_source
+from vignette_bench.eval.runtime.run import run
 
 CONFIGS = ("identity_contrast", "portraits")
 REPO = "vignette-test/vignette"

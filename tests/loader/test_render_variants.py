@@ -15,9 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import vignette
-from vignette_bench.dataset_builder.records import RecordError, RenderRecord, plan_renders, validate_record
+from vignette_bench.dataset_builder.records import plan_renders, validate_record
 from vignette_bench.dataset_builder.sample import build_sample, placeholder_record
 from vignette_bench.formats.render_index import render_key
+from vignette_bench.formats.render_record import RecordError, RenderRecord
 from vignette_bench.taxonomy import load_taxonomy
 
 IDENTITIES = ("muslim", "hindu", "christian", "old", "young")
@@ -49,11 +50,11 @@ def test_records_carry_the_variant_and_older_records_read_as_variant_zero() -> N
     record = placeholder_record(spec, 64, 64)
     assert record.variant == 1 and record.key.endswith("-v1")
     validate_record(record, tax, "x.json")
-    older = json.loads(record.to_json())
+    older = json.loads(record.text())
     older.pop("variant")
     older["key"] = older["key"][: -len("-v1")]
     assert RenderRecord.from_json(json.dumps(older), "old.json").variant == 0
-    wrong = RenderRecord(**{**json.loads(record.to_json()), "variant": 2})
+    wrong = RenderRecord(**{**json.loads(record.text()), "variant": 2})
     with pytest.raises(RecordError, match=r"key is '.*-v1' but the taxonomy gives '.*-v2'"):
         validate_record(wrong, tax, "x.json")
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FORMAT = "vignette-annotations/1"
 VISUAL_CUES = (
     "clothing",
     "skin tone",

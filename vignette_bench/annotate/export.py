@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from vignette_bench import cli_options as opt
-from vignette_bench.annotate.criteria import CRITERIA, FORMAT, VISUAL_CUES
+from vignette_bench.annotate.criteria import CRITERIA, VISUAL_CUES
+from vignette_bench.formats.annotation import ANNOTATIONS_FORMAT as FORMAT
+from vignette_bench.formats.annotation import AnnotationItem, AnnotationItems, write_annotation_items
 
 MAX_SIDE = 384  # pixels: enough to judge a person, keeps 1,200 items near 40 MB
 
@@ -218,9 +220,16 @@ def export(source: str, kind: str, out: Path, n: int, seed: int, config: str = "
     doc, eid = page(kind, items, title)
     out.mkdir(parents=True, exist_ok=True)
     (out / "annotate.html").write_text(doc)
-    manifest = {"format": FORMAT, "export_id": eid, "kind": kind, "source": source, "seed": seed, "n": len(items)}
-    manifest["items"] = [asdict(i) for i, _ in items]
-    (out / "items.json").write_text(json.dumps(manifest, indent=1))
+    manifest = AnnotationItems(
+        format=FORMAT,
+        export_id=eid,
+        kind=kind,
+        source=source,
+        seed=seed,
+        n=len(items),
+        items=tuple(AnnotationItem(**asdict(i)) for i, _ in items),
+    )
+    write_annotation_items(out / "items.json", manifest)
     return out / "annotate.html"
 
 

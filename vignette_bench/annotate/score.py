@@ -13,7 +13,6 @@ the label to the right person. Items an annotator did not answer are left out of
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,54 +22,37 @@ import pandas as pd
 
 from vignette_bench.annotate.agreement import agreement_table
 from vignette_bench.annotate.arguments import score_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
-from vignette_bench.annotate.criteria import CRITERIA, FORMAT, VISUAL_CUES
-from vignette_bench.errors import VignetteError
+from vignette_bench.annotate.criteria import CRITERIA, VISUAL_CUES
+from vignette_bench.formats.annotation import (
+    AnnotationAnswers,
+    AnnotationError,
+    AnnotationItems,
+    read_annotation_answers,
+    read_annotation_items,
+)
 
 
-class AnnotationError(VignetteError):
-    """An answers file or the items list is unusable; the message names the file and the fix."""
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise AnnotationError(f"{path}: not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise AnnotationError(f"{path}: not JSON ({e}); was it saved by the annotation page?") from e
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+def load(manifest_path: Path, answer_paths: list[Path]) -> tuple[AnnotationItems, list[AnnotationAnswers]]:
+    manifest = read_annotation_items(manifest_path)
+    if manifest.kind not in CRITERIA:
         raise AnnotationError(
-            f"{path}: not a {FORMAT} file (format {data.get('format') if isinstance(data, dict) else None!r})"
-        )
-    return data
-
-
-def load(manifest_path: Path, answer_paths: list[Path]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    manifest = _read_json(manifest_path)
-    kind, listed = manifest.get("kind"), manifest.get("items")
-    if (
-        kind not in CRITERIA
-        or not isinstance(listed, list)
-        or not all(isinstance(i, dict) and isinstance(i.get("id"), str) for i in listed)
-    ):
-        raise AnnotationError(
-            f"{manifest_path}: not an items list of `vignette annotate export` (kind {kind!r}, items of objects with an "
-            "'id'); pass the items.json written beside the page"
+            f"{manifest_path}: not an items list of `vignette annotate export` (kind {manifest.kind!r}, items of "
+            "objects with an 'id'); pass the items.json written beside the page"
         )
     if len(answer_paths) < 2:
         raise AnnotationError("give at least two annotators' answer files")
-    files: list[dict[str, Any]] = []
+    files: list[AnnotationAnswers] = []
     seen: dict[str, Path] = {}
-    items = {i["id"] for i in manifest["items"]}
+    items = {i.id for i in manifest.items}
     for path in answer_paths:
-        data = _read_json(path)
-        if data.get("export_id") != manifest["export_id"]:
+        data = read_annotation_answers(path)
+        if data.export_id != manifest.export_id:
             raise AnnotationError(
-                f"{path}: answers are for export {data.get('export_id')!r}, not {manifest['export_id']!r} ({manifest_path}); "
+                f"{path}: answers are for export {data.export_id!r}, not {manifest.export_id!r} ({manifest_path}); "
                 "score files of one export together"
             )
-        given = data.get("annotator")
-        who = given.strip().casefold() if isinstance(given, str) else ""
+        given = data.annotator
+        who = given.strip().casefold()
         if not who:
             raise AnnotationError(f"{path}: no annotator id")
         if who != given:  # "Alice " and "alice" are one person: the id is compared stripped and casefolded
@@ -78,14 +60,11 @@ def load(manifest_path: Path, answer_paths: list[Path]) -> tuple[dict[str, Any],
         if who in seen:
             raise AnnotationError(f"{path}: annotator {who!r} also in {seen[who]}; keep one file per annotator")
         seen[who] = path
-        answers = data.get("answers")
-        if not isinstance(answers, dict):
-            raise AnnotationError(f"{path}: 'answers' must be an object of item id -> answers")
-        unknown = sorted(set(answers) - items)
+        unknown = sorted(set(data.answers) - items)
         if unknown:
             raise AnnotationError(f"{path}: {len(unknown)} answer(s) for items not in this export, e.g. {unknown[0]!r}")
-        check_answers(path, answers, manifest.get("kind"))
-        files.append({**data, "annotator": who})
+        check_answers(path, data.answers, manifest.kind)
+        files.append(data.model_copy(update={"annotator": who}))
     return manifest, files
 
 
@@ -113,20 +92,20 @@ def check_answers(path: Path, answers: dict[str, Any], kind: Any) -> None:
         )
 
 
-def _labels(manifest: dict[str, Any], files: list[dict[str, Any]], criterion: str, ids: list[str]) -> np.ndarray:
+def _labels(manifest: AnnotationItems, files: list[AnnotationAnswers], criterion: str, ids: list[str]) -> np.ndarray:
     out = np.full((len(ids), len(files)), "", dtype=object)
     for j, f in enumerate(files):
         for i, item in enumerate(ids):
-            value = f["answers"].get(item, {}).get(criterion)
+            value = f.answers.get(item, {}).get(criterion)
             out[i, j] = value if isinstance(value, str) else ""
     return out
 
 
-def _cue_labels(files: list[dict[str, Any]], cue: str, ids: list[str]) -> np.ndarray:
+def _cue_labels(files: list[AnnotationAnswers], cue: str, ids: list[str]) -> np.ndarray:
     out = np.full((len(ids), len(files)), "", dtype=object)
     for j, f in enumerate(files):
         for i, item in enumerate(ids):
-            cues = f["answers"].get(item, {}).get("cues")
+            cues = f.answers.get(item, {}).get("cues")
             if isinstance(cues, list):
                 out[i, j] = "selected" if cue in cues else "not selected"
     return out
@@ -141,12 +120,12 @@ def _ci(pair: tuple[float, float], scale: float = 1.0) -> str:
     return "—" if not np.isfinite(lo) else f"[{lo * scale:.2f}, {hi * scale:.2f}]"
 
 
-def render_table(manifest: dict[str, Any], files: list[dict[str, Any]], seed: int = 0) -> pd.DataFrame:
-    names = [f["annotator"] for f in files]
+def render_table(manifest: AnnotationItems, files: list[AnnotationAnswers], seed: int = 0) -> pd.DataFrame:
+    names = [f.annotator for f in files]
     rows = []
     blocks: list[tuple[str, str, np.ndarray, tuple[str, ...]]] = []
     for c in CRITERIA["renders"]:
-        ids = [i["id"] for i in manifest["items"] if i["activity"] or not c.needs_activity]
+        ids = [i.id for i in manifest.items if i.activity or not c.needs_activity]
         if c.options:
             blocks.append((c.name, c.name, _labels(manifest, files, c.name, ids), c.options))
         else:
@@ -170,13 +149,13 @@ def render_table(manifest: dict[str, Any], files: list[dict[str, Any]], seed: in
 
 
 def pair_table(
-    manifest: dict[str, Any], files: list[dict[str, Any]], seed: int = 0
+    manifest: AnnotationItems, files: list[AnnotationAnswers], seed: int = 0
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    items = manifest["items"]
-    dims = sorted({i["dimension"] for i in items})
+    items = manifest.items
+    dims = sorted({i.dimension for i in items})
     rows = []
     for dim in [*dims, "Overall"]:
-        ids = [i["id"] for i in items if dim == "Overall" or i["dimension"] == dim]
+        ids = [i.id for i in items if dim == "Overall" or i.dimension == dim]
         labels = _labels(manifest, files, "distinguishable", ids)
         t = agreement_table(labels, ("yes", "no"), seed)
         complete = labels[(labels != "").all(axis=1)]
@@ -193,14 +172,14 @@ def pair_table(
                 "kappa 95% CI": _ci(t["kappa_ci"]),
             }
         )
-    ids = [i["id"] for i in items]
+    ids = [i.id for i in items]
     match = _labels(manifest, files, "match", ids)
     acc = []
     for j, f in enumerate(files):
         answered = match[:, j] != ""
         acc.append(
             {
-                "annotator": f["annotator"],
+                "annotator": f.annotator,
                 "answered": int(answered.sum()),
                 "matched the label to the right person (%)": _pct(float((match[answered, j] == "left").mean()))
                 if answered.any()
@@ -223,14 +202,14 @@ def _markdown(frame: pd.DataFrame) -> str:
 def score(manifest_path: Path, answer_paths: list[Path], out: Path, seed: int = 0) -> Path:
     manifest, files = load(manifest_path, answer_paths)
     out.mkdir(parents=True, exist_ok=True)
-    names = ", ".join(f["annotator"] for f in files)
+    names = ", ".join(f.annotator for f in files)
     kappa_kind = "Cohen's" if len(files) == 2 else "Fleiss'"
-    text = [f"# Human validation: {manifest['kind']} (export {manifest['export_id']}, annotators {names})", ""]
+    text = [f"# Human validation: {manifest.kind} (export {manifest.export_id}, annotators {names})", ""]
     text.append(
         f"Kappa: {kappa_kind}. CIs: 95% percentile bootstrap over items (2,000 resamples, seed {seed}). "
         "Items an annotator skipped are left out of that criterion."
     )
-    if manifest["kind"] == "renders":
+    if manifest.kind == "renders":
         table = render_table(manifest, files, seed)
         table.to_csv(out / "agreement.csv", index=False)
         text += ["", "## Generation quality (paper, table 9)", "", _markdown(table)]

@@ -81,8 +81,8 @@ def render_add_arguments(p: argparse.ArgumentParser) -> None:
 
 def check_add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("renders", type=Path, metavar="RENDERS", help="render folder (<key>.png + <key>.json)")
-    p.add_argument(
-        "--table", type=Path, default=None, help="results table, .parquet or .csv (default RENDERS/check.parquet)"
+    opt.out(
+        p, type=Path, default=None, help="the results table it writes, .parquet or .csv (default RENDERS/check.parquet)"
     )
     p.add_argument(
         "--min-std",
@@ -101,9 +101,11 @@ def check_add_arguments(p: argparse.ArgumentParser) -> None:
     opt.size(p, default=None, help="expected WxH (default: each record's size)")
     p.add_argument("--workers", type=int, default=1, help="processes for the per-image checks (default 1)")
     p.add_argument(
-        "--rerender-failures", action="store_true", help="re-render failures with a new recorded seed, then check again"
+        "--retry-invalid",
+        action="store_true",
+        help="re-render the renders that failed the check, each with a new recorded seed, then check again",
     )
-    p.add_argument("--device", default="auto", help="device for --rerender-failures")
+    p.add_argument("--device", default="auto", help="device for --retry-invalid")
 
 
 def shard_add_arguments(p: argparse.ArgumentParser) -> None:
@@ -116,7 +118,7 @@ def shard_add_arguments(p: argparse.ArgumentParser) -> None:
     )
     opt.out(p, type=Path, required=True, help="source folder to write renders/*.tar and renders/index.parquet into")
     p.add_argument(
-        "--format", choices=("jpeg", "webp"), default="jpeg", help="image format in the shards (default jpeg)"
+        "--image-format", choices=("jpeg", "webp"), default="jpeg", help="image codec in the shards (default jpeg)"
     )
     p.add_argument("--quality", type=int, default=90, help="encoder quality, recorded in the index (default 90)")
     p.add_argument(
@@ -141,7 +143,7 @@ def sample_add_arguments(p: argparse.ArgumentParser) -> None:
     opt.out(p, type=Path, required=True, help="folder to create (its renders/ is replaced)")
     opt.size(p, default=(256, 256), help="render size, square: N or NxN pixels (default 256)")
     p.add_argument(
-        "--format", choices=("jpeg", "webp"), default="jpeg", help="image format in the shards (default jpeg)"
+        "--image-format", choices=("jpeg", "webp"), default="jpeg", help="image codec in the shards (default jpeg)"
     )
     p.add_argument("--quality", type=int, default=90, help="encoder quality, recorded in the index (default 90)")
     p.add_argument("--identities", default=",".join(SAMPLE_IDENTITIES), help="comma-separated identity names")
@@ -181,7 +183,7 @@ def specs_add_arguments(p: argparse.ArgumentParser) -> None:
     opt.source(p, type=Path, required=True, help="source folder (with renders/index.parquet and taxonomy/)")
     p.add_argument("--configs", default=None, help="comma-separated pair configs (default: all four)")
     p.add_argument(
-        "--rows-per-file", type=int, default=ROWS_PER_FILE, help=f"rows per parquet file (default {ROWS_PER_FILE})"
+        "--rows-per-shard", type=int, default=ROWS_PER_FILE, help=f"rows per parquet file (default {ROWS_PER_FILE})"
     )
 
 

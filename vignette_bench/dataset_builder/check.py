@@ -32,8 +32,9 @@ from tqdm.auto import tqdm
 
 from vignette_bench.dataset_builder.arguments import CheckSettings
 from vignette_bench.dataset_builder.arguments import check_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
-from vignette_bench.dataset_builder.records import RecordError, RenderRecord, stable_seed
+from vignette_bench.dataset_builder.records import stable_seed
 from vignette_bench.dataset_builder.shard import INPUT_IMAGE_SUFFIXES
+from vignette_bench.formats.render_record import RecordError, RenderRecord, read_render_record
 
 DETECT_SIDE = 512
 
@@ -129,7 +130,7 @@ def _inspect(item: tuple[str, Path, CheckSettings]) -> tuple[dict, int]:
     reasons: list[str] = []
     record: RenderRecord | None = None
     try:
-        record = RenderRecord.from_json((path.parent / f"{key}.json").read_bytes(), str(path.parent / f"{key}.json"))
+        record = read_render_record(path.parent / f"{key}.json")
     except (OSError, RecordError) as e:
         reasons.append(f"record unusable ({str(e).splitlines()[0][:120]})")
     row: dict[str, Any] = dict(
@@ -245,7 +246,7 @@ def rerender_failures(
             continue
         path = Path(render_dir) / f"{r.key}.json"
         try:
-            rec = RenderRecord.from_json(path.read_bytes(), str(path))
+            rec = read_render_record(path)
         except (OSError, RecordError) as e:
             raise RecordError(
                 f"{path}: key {r.key!r} failed the check and its record is unusable, so its settings are unknown; "
@@ -282,11 +283,11 @@ def main(args: argparse.Namespace) -> int:
         min_std=args.min_std, max_hash_distance=args.max_hash_distance, face=not args.no_face, expected_size=args.size
     )
     results = check_renders(args.renders, settings, workers=args.workers)
-    if args.rerender_failures and any(not r.ok for r in results):
+    if args.retry_invalid and any(not r.ok for r in results):
         n = rerender_failures(args.renders, results, device=args.device)
         print(f"re-rendered {n} failure(s) with new seeds; checking again", file=sys.stderr)
         results = check_renders(args.renders, settings, workers=args.workers)
-    table = write_table(results, args.table or Path(args.renders) / "check.parquet")
+    table = write_table(results, args.out or Path(args.renders) / "check.parquet")
     failed = [r for r in results if not r.ok]
     for r in failed:
         print(f"FAIL {r.key}: {r.reasons}")

@@ -70,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
     from vignette_bench.dataset_builder.card import write_card
 
     configs = tuple(c.strip() for c in args.configs.split(",")) if args.configs else None
-    for config, n in write_pair_specs(args.source, configs, args.rows_per_file).items():
+    for config, n in write_pair_specs(args.source, configs, args.rows_per_shard).items():
         print(f"{SPECS_DIR}/{config}: {n:,} pairs")
     write_card(args.source)  # declares the new configs
     return 0

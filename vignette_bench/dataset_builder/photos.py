@@ -28,9 +28,10 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from vignette_bench.dataset_builder.arguments import photos_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.card import write_card
-from vignette_bench.dataset_builder.records import RenderRecord, spec_for
+from vignette_bench.dataset_builder.records import spec_for
 from vignette_bench.dataset_builder.shard import write_shards
 from vignette_bench.errors import VignetteError
+from vignette_bench.formats.render_record import RenderRecord, write_render_record
 from vignette_bench.taxonomy import DATA_DIR, GENDERS, TAXONOMY_FILES, Taxonomy, load_taxonomy
 
 PHOTO_MODEL = "photo"
@@ -143,7 +144,7 @@ def build_photo_source(
                 height=image.height,
                 dtype="",
             )
-            (Path(tmp) / f"{spec.key}.json").write_text(record.to_json())
+            write_render_record(Path(tmp) / f"{spec.key}.json", record)
         write_shards(Path(tmp), out, quality=quality, taxonomy=taxonomy, progress=progress)
     write_card(out)
     return out

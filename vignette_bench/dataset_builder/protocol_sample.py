@@ -6,7 +6,7 @@ cannot serve them. For each config of the leaderboard protocol (``vignette-proto
 and portraits) this writes exactly the pairs and orders a protocol run asks about, with the composed pair
 image stored, to ``protocol/<config>/test-NNNNN-of-MMMMM.parquet``; the card declares them under the
 config's own name, so ``datasets.load_dataset(SRC, "identity_contrast")`` returns them with nothing else
-installed. Which pairs: the leaderboard's `plan_for` and the runner's `pair_config` (the code that rebuilds
+installed. Which pairs: the leaderboard's `plan_for` and the run settings' `pair_config` (the code that rebuilds
 a protocol run's questions), never a selection of our own. The rows are `vignette.load_dataset(SRC,
 pair_config=...)`'s, in its order, every column; each image is that dataset's own decoded image, stored as
 lossless WebP (the same pixels; 26-31% smaller than PNG, BENCHMARKS.md).
@@ -59,10 +59,9 @@ def protocol_configs() -> tuple[str, ...]:
 def protocol_pair_config(source: str, config: str) -> Any:
     """The `PairConfig` of a protocol run of `config` on `source`: the leaderboard's plan, the runner's mapping."""
     from vignette_bench.eval.leaderboard.protocol import plan_for, protocol_settings, source_pairs
-    from vignette_bench.eval.runtime.run import pair_config
 
     plan = plan_for(config, source_pairs(source, config))
-    return pair_config(protocol_settings(plan, source, ""))
+    return protocol_settings(plan, source, "").pair_config()
 
 
 def lazy_protocol_dataset(source: str, config: str) -> Any:

@@ -1,28 +1,23 @@
 """Render specs and records: keys, prompts, seeds, and validation against the taxonomy.
 
 A *spec* is what is to be rendered (key, prompt, seed); a *record* is what was rendered
-(the spec plus the model settings and library versions), stored as ``<key>.json`` beside the
-image and, in a source, inside the WebDataset shard. Formats: docs/FORMATS.md, "Renders".
+(the spec plus the model settings and library versions: vignette_bench/formats/render_record.py), stored as
+``<key>.json`` beside the image and, in a source, inside the WebDataset shard. Formats: docs/FORMATS.md.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from vignette_bench.errors import VignetteError
 from vignette_bench.formats.render_index import render_key
+from vignette_bench.formats.render_record import RecordError, RenderRecord, read_render_record
 from vignette_bench.taxonomy import GENDERS, Taxonomy
 
 Kind = Literal["activity", "portrait"]
-
-
-class RecordError(VignetteError):
-    """A render record or image is unusable; the message names the file, the key and the fix."""
 
 
 def render_prompt(surface_form: str, activity: str = "") -> str:
@@ -56,90 +51,6 @@ class RenderSpec:
     @property
     def kind(self) -> Kind:
         return "activity" if self.activity else "portrait"
-
-
-@dataclass(frozen=True)
-class RenderRecord:
-    """Everything needed to reproduce one render (the ``<key>.json`` file).
-
-    Optional model fields are ``""`` rather than null so that every record has the same
-    types: ``datasets``' WebDataset builder infers the columns from the first samples.
-    """
-
-    key: str
-    gender: str
-    dimension: str
-    identity: str
-    surface_form: str
-    activity: str
-    kind: str
-    prompt: str
-    seed: int
-    model_id: str
-    model_revision: str
-    scheduler: str
-    steps: int
-    guidance: float
-    width: int
-    height: int
-    dtype: str
-    max_sequence_length: int = 0  # text-encoder length passed to the pipeline; 0 = its default
-    versions: dict[str, str] = field(default_factory=dict)
-    placeholder: bool = False
-    variant: int = 0  # which of the cell's k renders; records written before variants existed lack it
-
-    @classmethod
-    def from_spec(cls, spec: RenderSpec, **settings: Any) -> RenderRecord:
-        return cls(
-            key=spec.key,
-            gender=spec.gender,
-            dimension=spec.dimension,
-            identity=spec.identity,
-            surface_form=spec.surface_form,
-            activity=spec.activity,
-            kind=spec.kind,
-            prompt=spec.prompt,
-            seed=spec.seed,
-            variant=spec.variant,
-            **settings,
-        )
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str | bytes, where: str) -> RenderRecord:
-        """Parse and type-check a record; ``where`` names the file in any error."""
-        try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise RecordError(f"{where}: malformed JSON record ({e}); delete it and re-render this key") from e
-        if not isinstance(data, dict):
-            raise RecordError(f"{where}: record is not a JSON object; delete it and re-render this key")
-        expected = {f.name: f for f in fields(cls)}
-        data = {**_ADDED_LATER, **data}
-        missing = sorted(set(expected) - set(data))
-        if missing:
-            raise RecordError(
-                f"{where}: record lacks field(s) {missing}; re-render this key (its record predates the format)"
-            )
-        types: dict[str, type | tuple[type, ...]] = {
-            "int": int,
-            "float": (int, float),
-            "str": str,
-            "bool": bool,
-            "dict[str, str]": dict,
-        }
-        for name, f in expected.items():
-            want = types[str(f.type)]
-            value = data[name]
-            if not isinstance(value, want) or (want is int and isinstance(value, bool)):
-                raise RecordError(f"{where}: field {name!r} is {value!r}, expected {f.type}; fix or re-render this key")
-        return cls(**{k: data[k] for k in expected})
-
-
-# Fields added after records were first published, with the value an older record means.
-_ADDED_LATER: dict[str, Any] = {"variant": 0}
 
 
 def spec_for(taxonomy: Taxonomy, gender: str, identity: str, activity: str = "", variant: int = 0) -> RenderSpec:
@@ -235,7 +146,7 @@ def validate_record(record: RenderRecord, taxonomy: Taxonomy, where: str) -> Non
 def read_record(path: Path, taxonomy: Taxonomy | None = None) -> RenderRecord:
     if not path.exists():
         raise RecordError(f"{path}: JSON record missing; re-render this key (render will redo it) or delete its image")
-    rec = RenderRecord.from_json(path.read_bytes(), str(path))
+    rec = read_render_record(path)
     if rec.key != path.name[: -len(".json")]:
         raise RecordError(
             f"{path}: record says key {rec.key!r} but the file is named for {path.stem!r}; rename or re-render"

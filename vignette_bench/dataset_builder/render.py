@@ -32,7 +32,8 @@ from tqdm.auto import tqdm
 from vignette_bench import cli_options as opt
 from vignette_bench.dataset_builder.arguments import DEFAULT_MODEL
 from vignette_bench.dataset_builder.arguments import render_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
-from vignette_bench.dataset_builder.records import RecordError, RenderRecord, RenderSpec, plan_renders
+from vignette_bench.dataset_builder.records import RenderSpec, plan_renders
+from vignette_bench.formats.render_record import RecordError, RenderRecord, read_render_record
 from vignette_bench.taxonomy import load_taxonomy
 
 VERSIONED_PACKAGES = ("torch", "diffusers", "transformers", "accelerate", "pillow")
@@ -128,7 +129,7 @@ def model_revision(model: str, revision: str | None) -> str:
 def finished_record(out: Path, key: str) -> RenderRecord | None:
     """The record of a finished render (it parses, and its image decodes at the recorded size), else None."""
     try:
-        record = RenderRecord.from_json((out / f"{key}.json").read_bytes(), str(out / f"{key}.json"))
+        record = read_render_record(out / f"{key}.json")
         with Image.open(out / f"{key}.png") as im:
             im.load()
             ok = im.size == (record.width, record.height) and record.key == key
@@ -228,7 +229,7 @@ class Renderer:
                     # record of another (a re-render after `check` replaces both).
                     (out / f"{spec.key}.json").unlink(missing_ok=True)
                     _write_atomically(out / f"{spec.key}.png", buf.getvalue())
-                    _write_atomically(out / f"{spec.key}.json", self.record(spec).to_json().encode())
+                    _write_atomically(out / f"{spec.key}.json", self.record(spec).text().encode())
                     bar.update()
         return len(specs)
 

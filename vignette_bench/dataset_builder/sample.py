@@ -18,9 +18,10 @@ from vignette_bench.dataset_builder.arguments import SAMPLE_ACTIVITIES, SAMPLE_I
 from vignette_bench.dataset_builder.arguments import sample_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.card import write_card
 from vignette_bench.dataset_builder.placeholder import draw_placeholder
-from vignette_bench.dataset_builder.records import RenderRecord, RenderSpec, plan_renders
+from vignette_bench.dataset_builder.records import RenderSpec, plan_renders
 from vignette_bench.dataset_builder.render import library_versions
 from vignette_bench.dataset_builder.shard import Format, write_shards
+from vignette_bench.formats.render_record import RenderRecord, write_render_record
 from vignette_bench.taxonomy import DATA_DIR, TAXONOMY_FILES, load_taxonomy
 
 # Both genders, three dimensions (gender is one), 3 identities where a dimension has them, and
@@ -59,7 +60,7 @@ def write_placeholder_renders(
     )
     for spec in specs:
         draw_placeholder(spec, size, size).save(render_dir / f"{spec.key}.png")
-        (render_dir / f"{spec.key}.json").write_text(placeholder_record(spec, size, size).to_json())
+        write_render_record(render_dir / f"{spec.key}.json", placeholder_record(spec, size, size))
     return len(specs)
 
 
@@ -122,7 +123,7 @@ def main(args: argparse.Namespace) -> int:
     out = build_sample(
         args.out,
         size=width,
-        fmt=args.format,
+        fmt=args.image_format,
         quality=args.quality,
         identities=[s.strip() for s in args.identities.split(",") if s.strip()],
         activities=[s.strip() for s in args.activities.split(",") if s.strip()],

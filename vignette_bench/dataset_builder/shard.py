@@ -31,9 +31,10 @@ from tqdm.auto import tqdm
 from vignette_bench.dataset_builder.arguments import DEFAULT_MAX_SHARD_BYTES
 from vignette_bench.dataset_builder.arguments import shard_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.dataset_builder.layout import EXTENSION
-from vignette_bench.dataset_builder.records import RecordError, RenderRecord, plan_order, read_record
+from vignette_bench.dataset_builder.records import plan_order, read_record
 from vignette_bench.errors import VignetteError
 from vignette_bench.formats.render_index import INDEX_PATH
+from vignette_bench.formats.render_record import RecordError, RenderRecord, read_shard_member
 from vignette_bench.remote import http_options
 from vignette_bench.taxonomy import DATA_DIR, Taxonomy, load_taxonomy, slug
 
@@ -264,19 +265,17 @@ def _scan_shard(url: str, shard: str, with_sha: bool) -> list[IndexRow]:
                         f"{url}: key {key!r} has a JSON record but no image before it; delete the shard and re-run shard"
                     )
                 text = tar.extractfile(m).read()  # type: ignore[union-attr]
-                record = RenderRecord.from_json(text, f"{url}:{m.name}")
+                record, stored_sha, quality = read_shard_member(text, f"{url}:{m.name}")
                 if record.key != key:  # the member name is what the index and the loader go by
                     raise ShardError(
                         f"{url}: member {m.name!r} holds the record of key {record.key!r}; the shard is corrupt: "
                         "delete it and re-run shard"
                     )
-                stored_sha = json.loads(text).get("image_sha256")
                 if with_sha and stored_sha is not None and stored_sha != pending[4]:
                     raise ShardError(
                         f"{url}: key {key!r}: image bytes do not match the sha256 in its record; the shard is corrupt: "
                         "delete it and re-run shard"
                     )
-                quality = json.loads(text).get("quality")
                 if not isinstance(quality, int):
                     raise ShardError(
                         f"{url}: key {key!r}: record has no integer 'quality'; delete the shard and re-run shard"
@@ -366,7 +365,7 @@ def write_shards(
         if r.format != fmt:
             raise ShardError(
                 f"{out / r.shard}: holds {r.format} images but this run asks for {fmt}; every sample "
-                f"must have the same file set, so use --format {r.format} or start a new output folder"
+                f"must have the same file set, so use --image-format {r.format} or start a new output folder"
             )
 
     order = plan_order(taxonomy)
@@ -399,7 +398,7 @@ def write_shards(
                 # ... and the sha256 of its image, so a corrupted image is caught from the shard alone (verify, reindex).
                 body = json.dumps(
                     {
-                        **asdict(record),
+                        **record.record_json(),
                         "format": fmt,
                         "quality": quality,
                         "image_sha256": hashlib.sha256(image).hexdigest(),
@@ -468,7 +467,7 @@ def main(args: argparse.Namespace) -> int:
     for key in sorted(skip):
         print(f"skipped (failed check): {key}")
     report = write_shards(
-        args.renders, args.out, args.format, args.quality, int(args.max_shard_mb * 1024**2), taxonomy, skip=skip
+        args.renders, args.out, args.image_format, args.quality, int(args.max_shard_mb * 1024**2), taxonomy, skip=skip
     )
     print(
         f"packed {report.packed} renders into {len(report.written)} new shard(s); kept {len(report.kept)}; index has {report.total} rows"

@@ -21,9 +21,10 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from vignette_bench.dataset_builder.arguments import verify_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
-from vignette_bench.dataset_builder.records import RecordError, RenderRecord, validate_record
+from vignette_bench.dataset_builder.records import validate_record
 from vignette_bench.dataset_builder.shard import ShardError, read_image_bytes, scan_shard
 from vignette_bench.formats.render_index import INDEX_PATH
+from vignette_bench.formats.render_record import RecordError, RenderRecord
 from vignette_bench.loader.reader import MAX_INDEX_BYTES
 from vignette_bench.remote import http_options, read_url
 
@@ -231,16 +232,16 @@ def _record_of(row) -> RenderRecord:
         activity=row.activity,
         kind=row.kind,
         prompt=row.prompt,
-        seed=row.seed,
+        seed=int(row.seed),
         model_id=row.model_id,
         model_revision="",
         scheduler="",
         steps=0,
         guidance=0.0,
-        width=row.width,
-        height=row.height,
+        width=int(row.width),
+        height=int(row.height),
         dtype="",
-        variant=row.variant,
+        variant=int(row.variant),
     )
 
 

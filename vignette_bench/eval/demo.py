@@ -66,7 +66,8 @@ def build_source(out: Path) -> Path:
 
 def run_models(source: Path, out: Path, tiny_pairs: int, random_pairs: int, seed: int) -> list[Path]:
     from vignette_bench.eval.runtime.questions import Variants
-    from vignette_bench.eval.runtime.run import RunSettings, run
+    from vignette_bench.eval.runtime.run import run
+    from vignette_bench.formats.run_record import RunSettings
 
     runs = []
     plans = (
@@ -95,11 +96,12 @@ def compute_metrics(run_dirs: list[Path], out: Path) -> dict:
     import pandas as pd
 
     from vignette_bench.eval.runtime.folder import RunFolder
+    from vignette_bench.formats.responses import read_responses
 
     modules = {name: evaluate.load(str(ROOT / "metrics" / name)) for name in METRICS}
     summary: dict[str, dict] = {}
     for model_dir in sorted({d.parent for d in run_dirs}):
-        frame = pd.concat([pd.read_parquet(RunFolder(d).responses_path) for d in run_dirs if d.parent == model_dir])
+        frame = pd.concat([read_responses(RunFolder(d).responses_path) for d in run_dirs if d.parent == model_dir])
         per_model: dict[str, dict] = {}
         facts = frame[frame["paradigm"] == "factuality"]
         if not facts.empty:  # accuracy per identity asked about: selection frequency with target/correct

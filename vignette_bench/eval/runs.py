@@ -101,7 +101,7 @@ def placeholder_renders(record: RunRecord | None) -> bool:
         return record.dataset.placeholder
     if record.simulated:
         return True
-    from vignette_bench.eval.runtime.run import source_placeholder
+    from vignette_bench.eval.runtime.plan import source_placeholder
 
     return bool(source_placeholder(record.dataset.source or record.settings.source))
 

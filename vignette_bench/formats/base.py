@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo
@@ -44,12 +45,18 @@ class Format(BaseModel):
     FILE: ClassVar[str] = ""
     WRITER: ClassVar[str] = ""  # who writes it (module or command)
     READER: ClassVar[str] = ""  # the one reader
+    # False for a file that has never carried `schema_version` (version 0 is the current version): its writer
+    # leaves the key out, so the file stays byte for byte what it always was.
+    WRITES_VERSION: ClassVar[bool] = True
 
     schema_version: int
 
     @classmethod
     def migrate(cls, data: dict[str, Any], version: int, file: str) -> dict[str, Any]:
-        """`data`, written at `version` (< SCHEMA_VERSION), in the current layout. Override per format."""
+        """`data`, written at `version` (< SCHEMA_VERSION), in the current layout. Override per format; a file
+        that never carries the key (WRITES_VERSION false) is version 0, the current layout, unless it says so."""
+        if not cls.WRITES_VERSION and version == 0:
+            return dict(data)
         raise FormatError(
             file, "schema_version", f"version {version} cannot be read; this reader knows {cls.SCHEMA_VERSION}"
         )
@@ -97,6 +104,15 @@ class Format(BaseModel):
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
         return cls.model_json_schema(mode="serialization")
+
+
+def read_capped(path: Path, max_bytes: int) -> bytes:
+    """At most `max_bytes` of a file; OSError(EFBIG) when there is more (a device or a file grown since a stat)."""
+    with open(path, "rb") as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise OSError(27, f"over the cap of {max_bytes:,} bytes")  # errno.EFBIG
+    return data
 
 
 def parse_json(text: str | bytes, file: str) -> Any:

@@ -12,7 +12,12 @@ FORMATS: tuple[str, ...] = (
     "vignette_bench.formats.run_record:RunRecord",
     "vignette_bench.formats.news:NewsAnswer",
     "vignette_bench.formats.news:NewsJudgement",
+    "vignette_bench.formats.news:NewsProvenance",
+    "vignette_bench.formats.news:JudgeSpec",
+    "vignette_bench.formats.render_record:RenderRecord",
     "vignette_bench.formats.entry:Entry",
     "vignette_bench.formats.verification:Verification",
     "vignette_bench.formats.verification:MaintainerKeys",
+    "vignette_bench.formats.annotation:AnnotationItems",
+    "vignette_bench.formats.annotation:AnnotationAnswers",
 )

@@ -123,6 +123,10 @@ def section(cls: type[Format]) -> str:
         f"* **schema_version**: {cls.SCHEMA_VERSION} (a file without the key is version 0; every older version "
         f"is migrated by `{cls.__name__}.migrate`)",
     ]
+    if not cls.WRITES_VERSION:
+        lines.append(
+            "* **not written to the file**: the file has never carried `schema_version`; it reads as version 0"
+        )
     if cls.WRITER:
         lines.append(f"* **written by**: {cls.WRITER}")
     if cls.READER:

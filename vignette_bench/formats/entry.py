@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator
 
-from vignette_bench.formats.base import Format, Part
+from vignette_bench.formats.base import Format, Part, parse_json, read_capped
 
 PROTOCOL_VERSIONS = ("vignette-protocol/1", "custom")  # vignette_bench/eval/leaderboard/protocol.py VERSION and CUSTOM
 PARADIGMS = ("factuality", "perception", "stereotype", "decision")
@@ -188,7 +189,9 @@ class Entry(Format):
     SCHEMA_VERSION: ClassVar[int] = 2
     FILE: ClassVar[str] = "entries/<name>.json"
     WRITER: ClassVar[str] = "`vignette leaderboard create` (vignette_bench/eval/leaderboard/entry.py create)"
-    READER: ClassVar[str] = "vignette_bench/eval/leaderboard/entry.py load_entry (validate, verify, build, export)"
+    READER: ClassVar[str] = (
+        "vignette_bench/formats/entry.py read_entry (vignette_bench/eval/leaderboard/entry.py load_entry: validate, verify, build, export)"
+    )
 
     schema_version: int = Field(default=2, description="this layout's version")
     protocol: Protocol = Field(description="whether the run followed the protocol, and why not")
@@ -226,3 +229,12 @@ class Entry(Format):
     def to_json(self) -> dict[str, Any]:
         """The entry as written: optional keys the file left out stay out."""
         return self.model_dump(mode="json", exclude_unset=True) | {"schema_version": self.schema_version}
+
+
+def read_entry(path: Path, max_bytes: int) -> dict[str, Any]:
+    """The entry file's JSON in the current layout (older versions migrated), not yet validated: `validate`
+    checks it against `Entry` and recomputes its numbers, and the verification's digest is taken over the
+    file's own values (validating would turn an int 1 into 1.0 and change it). At most `max_bytes` are read
+    (OSError beyond: a link to /dev/zero is never read whole); JSON nested deeper than any entry is, or not
+    JSON at all, is a FormatError."""
+    return Entry.upgrade(parse_json(read_capped(path, max_bytes), str(path)), str(path))

@@ -22,6 +22,7 @@ import copy
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 from pydantic import (
@@ -37,7 +38,9 @@ from pydantic import (
     model_validator,
 )
 
-from vignette_bench.formats.base import Format, FormatError, Part, reject_type, require_in_file
+from vignette_bench.errors import VignetteError
+from vignette_bench.formats.base import Format, FormatError, Part, parse_json, reject_type, require_in_file
+from vignette_bench.formats.pair_config import PairConfig, PairFilters
 from vignette_bench.formats.vocabulary import ORDERS as ORDERS  # the runner's default first
 from vignette_bench.formats.vocabulary import PARADIGMS as PARADIGMS
 
@@ -117,6 +120,17 @@ def _filters(value: Any) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, Mapping):
         reject_type("object", value)
     return tuple(sorted(_STR_DICT.validate_json(json.dumps(value)).items()))  # sorted as --filter parses
+
+
+def parse_filters(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """`--filter KEY=VALUE` items as `RunSettings.filters` (sorted key, value pairs; `pair_config` reads the values)."""
+    out = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise VignetteError(f"--filter {item!r}: expected key=value, e.g. dimensions=religion")
+        out.append((key.strip(), value.strip()))
+    return tuple(sorted(out))
 
 
 _STR_DICT = TypeAdapter(dict[str, str], config=ConfigDict(strict=True))
@@ -205,6 +219,19 @@ class RunSettings(Part):
 
     def as_dict(self) -> dict[str, Any]:
         return self.to_json()
+
+    def pair_config(self) -> PairConfig:
+        """The loader's `PairConfig` of this run (its one definition of a selection): the config, the `--filter`
+        pairs read by their fields' types, the sample and its seed, the orders, and `image_size` as its `size`.
+        An unknown filter key or a bad value raises a `VignetteError` naming it."""
+        return PairConfig.from_options(
+            config=self.config,
+            sample=self.sample,
+            seed=self.seed,
+            orders=self.orders,
+            size=self.image_size,
+            **PairFilters.text_options(self.filters),
+        )
 
 
 class ModelProvenance(Part):
@@ -443,3 +470,15 @@ def migrate_model(model: Mapping[str, Any]) -> dict[str, Any]:
 def migrate(data: Any, file: str = "(run record)") -> dict[str, Any]:
     """`data` (a run.json of any known version) in the current layout, not yet validated."""
     return RunRecord.upgrade(data, file)
+
+
+def read_run_record(path: Path) -> RunRecord:
+    """A run.json, migrated to the current version; FormatError names the file and the bad key."""
+    return RunRecord.from_json(Path(path).read_bytes(), str(path))
+
+
+def run_record_is_current(path: Path) -> tuple[RunRecord, bool]:
+    """The record, and whether the file already holds the current version (`vignette migrate` rewrites it if not)."""
+    data = parse_json(Path(path).read_bytes(), str(path))
+    record = RunRecord.from_json(data, str(path))
+    return record, isinstance(data, dict) and data.get("schema_version") == record.schema_version

@@ -8,27 +8,13 @@ the same keys, with ``skipped_missing_renders`` only present when renders were s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict
+from vignette_bench.formats.base import Format, FormatError
+from vignette_bench.formats.pair_config import ConfigName, PairFilters
 
-from vignette_bench.formats.base import Format
-from vignette_bench.formats.pair_config import ConfigName
-
-
-class SelectionFilters(BaseModel):
-    """The filters that were applied (null: no restriction), as `vignette.PairSpace` took them."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    gender: tuple[str, ...] | None
-    dimensions: tuple[str, ...] | None
-    identities: tuple[str, ...] | None
-    identity_match: Literal["all", "any"]
-    activities: tuple[str, ...] | None
-    time_use: tuple[str, ...] | None
-    exclude_near_synonyms: bool
-    representativeness: tuple[str, ...] | None
+SelectionFilters = PairFilters  # the filters that were applied, as `vignette.PairSpace` took them (older name)
 
 
 class SelectionRecord(Format):
@@ -37,14 +23,14 @@ class SelectionRecord(Format):
     SCHEMA_VERSION: ClassVar[int] = 1
     FILE: ClassVar[str] = (
         "`DatasetInfo.description` of every pair dataset (JSON text): written by vignette_bench/loader/load.py, "
-        "read by vignette_bench/eval/runtime/run.py into run.json's `dataset.selection`"
+        "read by vignette_bench/eval/runtime/plan.py (open_pairs) into run.json's `dataset.selection`"
     )
 
     schema_version: int = SCHEMA_VERSION
     source: str  # the source root URL (or absolute folder)
     config: ConfigName
     split: str  # as given, e.g. "test" or "test[:100]"
-    filters: SelectionFilters
+    filters: PairFilters  # the filters applied (null: no restriction)
     orders: Literal["rule", "both", "balanced"]
     sample: int | None  # pairs sampled; null: every pair
     seed: int | None  # the sample's seed; null without a sample
@@ -56,6 +42,16 @@ class SelectionRecord(Format):
     renders_per_cell: int  # the most renders any cell has (k of `vignette build render --renders-per-cell`)
     composition: str  # what the pixels are composed from: full renders or reduced copies (a sentence)
     skipped_missing_renders: int = 0  # rows dropped with on_missing="skip" (map-style datasets)
+
+    @classmethod
+    def upgrade(cls, data: Any, file: str) -> dict[str, Any]:
+        out = super().upgrade(data, file)
+        # the loader writes every filter (null: no restriction); a record lacking one is not the loader's
+        filters = out.get("filters")
+        missing = [k for k in PairFilters.model_fields if k not in filters] if isinstance(filters, Mapping) else []
+        if missing:
+            raise FormatError(file, "filters", f"missing filter key(s) {missing}")
+        return out
 
     @classmethod
     def migrate(cls, data: dict[str, Any], version: int, file: str) -> dict[str, Any]:

@@ -15,11 +15,12 @@ they migrate with both null and verify nothing.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from vignette_bench.formats.base import Format, Part
+from vignette_bench.formats.base import Format, Part, read_capped
 
 MODES = ("greedy", "score", "sampled")
 KEY_ID_PATTERN = r"^[0-9a-f]{16}$"
@@ -39,7 +40,9 @@ class Verification(Format):
     SCHEMA_VERSION: ClassVar[int] = 3
     FILE: ClassVar[str] = "verifications/<entry_id>.json"
     WRITER: ClassVar[str] = "`vignette leaderboard verify` (vignette_bench/eval/leaderboard/verify.py)"
-    READER: ClassVar[str] = "verify.load_verification (the board and `vignette leaderboard export`)"
+    READER: ClassVar[str] = (
+        "vignette_bench/formats/verification.py read_verification (verify.verification_status: the board and `vignette leaderboard export`)"
+    )
 
     schema_version: int = Field(default=3, description="this layout's version")
     entry_id: str = Field(description="the entry verified")
@@ -118,7 +121,9 @@ class MaintainerKeys(Format):
     SCHEMA_VERSION: ClassVar[int] = 1
     FILE: ClassVar[str] = "maintainers.json (beside the entries and verifications folders)"
     WRITER: ClassVar[str] = "a maintainer, by hand (`vignette leaderboard keygen` prints the line to add)"
-    READER: ClassVar[str] = "vignette_bench/eval/leaderboard/signing.py load_keys (build, export)"
+    READER: ClassVar[str] = (
+        "vignette_bench/formats/verification.py read_maintainer_keys (signing.load_keys: build, export)"
+    )
 
     schema_version: int = Field(default=1, description="this layout's version")
     keys: tuple[MaintainerKey, ...] = Field(description="the maintainers' public keys")
@@ -127,3 +132,19 @@ class MaintainerKeys(Format):
     def migrate(cls, data: dict[str, Any], version: int, file: str) -> dict[str, Any]:
         """A hand-written file may leave out `schema_version` (version 0): the same layout."""
         return dict(data)
+
+
+def read_verification(path: Path) -> Verification:
+    """A verification record, migrated; FormatError names the file and key, OSError when it cannot be read."""
+    return Verification.from_json(Path(path).read_bytes(), str(path))
+
+
+def write_verification(path: Path, record: Verification) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(record.dumps())
+    return path
+
+
+def read_maintainer_keys(path: Path, max_bytes: int) -> MaintainerKeys:
+    """A maintainers.json, read only up to `max_bytes` (OSError beyond); FormatError when it does not match."""
+    return MaintainerKeys.from_json(read_capped(path, max_bytes), str(path))

@@ -9,7 +9,8 @@ PARADIGMS = ("factuality", "perception", "stereotype", "decision")
 ORDERS = ("balanced", "both", "rule")  # vignette.PairSpace orders; the runner's default first
 DEFAULT_SIZE = (672, 336)  # the paper fed models 672x336 pairs
 DEFAULT_SEAM = 32  # pixels of cross-fade between the two halves at the output size
-# `vignette run --filter KEY=VALUE` keys: vignette.load_dataset's keyword arguments (lists comma-separated)
+# `vignette run --filter KEY=VALUE` keys: the fields of PairFilters (vignette_bench/formats/pair_config.py), written
+# out here so the parsers need no pydantic; tests/formats/test_selection_declared_once.py checks they are equal
 FILTER_KEYS = (
     "gender",
     "dimensions",
@@ -20,4 +21,6 @@ FILTER_KEYS = (
     "exclude_near_synonyms",
     "representativeness",
 )
+# `vignette run --variants KEY=VALUES` keys (run_record.Variants): the wordings asked, lists comma-separated
+VARIANT_KEYS = ("paraphrase", "option_style", "modality")
 DEFAULT_SOURCE = "hf://datasets/vignette-bench/vignette"  # the published source id (it does not exist yet)

@@ -3,13 +3,13 @@
 lmms-eval loads this file by path (the YAMLs' `!function utils.…`), so `vignette_bench` must be importable in
 lmms-eval's environment: `pip install -e /path/to/vignette` there (the Makefile's `lmms-venv` target;
 docs/lmms_eval.md). The questions are `vignette run`'s, made by the same code: the pairs come from
-`open_pairs` (the run's pair config over `vignette.load_dataset`), `QuestionBuilder` words them and orders their
+`plan_for` (the run's pair config over `vignette.load_dataset`: vignette_bench/eval/runtime/plan.py), `QuestionBuilder` words them and orders their
 options with the run seed, and the pair image is the run's composed pair. So with the same source and settings
 a doc has the same question id, prompt, image and option order as in `vignette run`.
 
 The settings come from environment variables (lmms-eval passes no arguments to a task's functions), named after
 `vignette run`'s options: VIGNETTE_SOURCE (required), VIGNETTE_SAMPLE, VIGNETTE_SEED, VIGNETTE_ORDERS,
-VIGNETTE_PARADIGMS (comma-separated), VIGNETTE_VARIANTS (space-separated, as `--variants`), VIGNETTE_FILTERS
+VIGNETTE_PARADIGMS (comma-separated), VIGNETTE_VARIANTS (`--variants` values, space-separated), VIGNETTE_FILTERS
 (`;`-separated key=value), VIGNETTE_SIZE (WxH). Unset ones take `vignette run`'s defaults.
 
 A chat backend gets the messages `vignette run`'s openai adapter sends (system turn with the choice
@@ -46,7 +46,7 @@ class SettingsError(VignetteError, ValueError):
 def settings(config: str, env: dict[str, str] | None = None) -> RunSettings:
     """The `vignette run` settings of `config` that the environment names."""
     from vignette_bench.cli_options import parse_size
-    from vignette_bench.eval.runtime.run import _parse_filters
+    from vignette_bench.formats.run_record import parse_filters
 
     env = dict(os.environ if env is None else env)
 
@@ -71,7 +71,7 @@ def settings(config: str, env: dict[str, str] | None = None) -> RunSettings:
         if get("VARIANTS"):
             fields["variants"] = Variants.parse(get("VARIANTS").split())
         if get("FILTERS"):
-            fields["filters"] = _parse_filters([f for f in get("FILTERS").split(";") if f.strip()])
+            fields["filters"] = parse_filters([f for f in get("FILTERS").split(";") if f.strip()])
         if get("SIZE"):
             fields["image_size"] = parse_size(get("SIZE"))
         return RunSettings(**fields)
@@ -87,13 +87,10 @@ def _pairs(config: str) -> tuple[Any, QuestionBuilder]:
 @functools.lru_cache(maxsize=4)
 def _open(settings_json: str) -> tuple[Any, QuestionBuilder]:
     """Opened once per settings and process (lmms-eval asks for each doc's image separately)."""
-    from vignette_bench.eval.runtime.run import open_pairs
-    from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
+    from vignette_bench.eval.runtime.plan import plan_for
 
-    run = RunSettings.from_json(json.loads(settings_json), "settings")
-    source = open_pairs(run)
-    taxonomy = load_taxonomy(source.taxonomy or str(DATA_DIR))
-    return source, QuestionBuilder(taxonomy, run.seed, run.paradigms, run.variants)
+    plan = plan_for(RunSettings.from_json(json.loads(settings_json), "settings"))
+    return plan.pairs, plan.builder
 
 
 def docs(config: str) -> list[dict[str, Any]]:

@@ -9,15 +9,15 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vignette_bench.formats.pair_config import CONFIGS, DATA_CONFIGS, DEFAULT_SEAM, DEFAULT_SIZE, SPLIT, PairConfig
+from vignette_bench.formats.pair_config import CONFIGS, DATA_CONFIGS, SPLIT, PairConfig
 from vignette_bench.formats.render_index import INDEX_PATH
 from vignette_bench.formats.selection import SelectionRecord
 from vignette_bench.loader.compose import Composer
@@ -25,7 +25,7 @@ from vignette_bench.loader.errors import MissingRenderError, VignetteError, as_t
 from vignette_bench.loader.filesystem import DEFAULT_ENCODING, PairFileSystem, _suffix, pair_url
 from vignette_bench.loader.reader import RenderIndex, RenderReader
 from vignette_bench.loader.sources import DEFAULT_SOURCE, Source, resolve_source
-from vignette_bench.loader.space import Coverage, Orders, PairSpace
+from vignette_bench.loader.space import Coverage, PairSpace
 from vignette_bench.taxonomy import Taxonomy, load_taxonomy
 
 logger = logging.getLogger("vignette")
@@ -171,113 +171,90 @@ def load_dataset(
     path: str | os.PathLike[str] | None = DEFAULT_SOURCE,
     name: str | None = None,
     *,
-    split: str = SPLIT,
-    streaming: bool = False,
-    gender: str | Sequence[str] | None = None,
-    dimensions: str | Sequence[str] | None = None,
-    identities: str | Sequence[str] | None = None,
-    identity_match: Literal["all", "any"] = "all",
-    activities: str | Sequence[str] | None = None,
-    time_use: str | Sequence[str] | None = None,
-    exclude_near_synonyms: bool = False,
-    representativeness: str | Sequence[str] | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    orders: Orders = "rule",
-    size: tuple[int, int] = DEFAULT_SIZE,
-    seam: int = DEFAULT_SEAM,
-    image_format: str = DEFAULT_ENCODING,
-    on_missing: Literal["raise", "skip"] = "raise",
-    cache_size: int = 128,
-    max_rows: int = 1_000_000,
-    num_shards: int | None = None,
-    images: bool = True,
-    reduced: bool = True,
-    cache_dir: str | os.PathLike[str] | None = None,
-    keep_in_memory: bool = False,
-    num_proc: int | None = None,
     pair_config: PairConfig | None = None,
-    **kwargs: Any,
+    **options: Any,
 ):
     """VIGNETTE pairs as a ``datasets.Dataset`` (or ``IterableDataset`` with ``streaming=True``).
 
-    ``path`` is the source: a local folder, a base URL, ``hf://datasets/ID`` or a Hub id
-    ``owner/name`` (``"vignette"`` means ``DEFAULT_SOURCE``). ``name`` is a pair config
-    (``CONFIGS``) or a data config (``renders``, ``news``: handed to ``datasets.load_dataset``
-    with ``split``, ``streaming`` and ``kwargs``). The pair space is limited to the identities and
-    activities the source has renders for. Filters: see ``PairSpace``. ``sample=N`` takes N pairs,
-    seeded by ``seed`` and balanced (``PairSpace.sample``). ``orders``: ``"rule"`` (one order per pair,
-    by the left/right rule), ``"both"`` (every pair in both orders) or ``"balanced"`` (one order per pair,
-    chosen so that every identity of a sample stands left within one offer of half). Images are composed when a row is read.
-    Map-style tables hold one row of metadata per pair, so they are refused above ``max_rows``
-    (stream instead, filter, or sample). What was selected (filters, sample seed, source) is
-    recorded as JSON in ``info.description``. ``images=False`` gives the metadata only: no image column,
-    nothing downloaded or composed. ``reduced=True`` composes from the renders' reduced copies where the
-    source has them (``vignette build reduce``; ~4x faster, slightly different pixels, recorded as
-    ``composition`` in ``info.description``); ``reduced=False`` always composes the full renders.
-    ``image_format`` is how a pair reaches ``datasets`` (the image paths' suffix): ``"BMP"`` (default:
-    uncompressed, ~0.3 ms to write and read where PNG took ~25 ms) or ``"PNG"`` (a third smaller: what
-    ``push_to_hub`` embeds is these bytes, so load with ``image_format="PNG"`` to publish PNG). Same pixels.
+        ``path`` is the source: a local folder, a base URL, ``hf://datasets/ID`` or a Hub id
+        ``owner/name`` (``"vignette"`` means ``DEFAULT_SOURCE``). ``name`` is a pair config
+        (``CONFIGS``) or a data config (``renders``, ``news``: handed to ``datasets.load_dataset``
+        with ``split``, ``streaming`` and ``kwargs``). The pair space is limited to the identities and
+        activities the source has renders for. ``options`` are the fields of a `PairConfig` (the filters of
+    ``PairFilters``: see ``PairSpace``; ``sample``, ``seed``, ``orders``, ``size``, ``seam``, ``reduced``) and
+    the serving options below (``split``, ``streaming``, ``image_format``, ``on_missing``, ``cache_size``,
+    ``max_rows``, ``num_shards``, ``images``, ``cache_dir``, ``keep_in_memory``, ``num_proc``); an unknown one
+    raises a `VignetteError` naming it and the valid ones. ``sample=N`` takes N pairs,
+        seeded by ``seed`` and balanced (``PairSpace.sample``). ``orders``: ``"rule"`` (one order per pair,
+        by the left/right rule), ``"both"`` (every pair in both orders) or ``"balanced"`` (one order per pair,
+        chosen so that every identity of a sample stands left within one offer of half). Images are composed when a row is read.
+        Map-style tables hold one row of metadata per pair, so they are refused above ``max_rows``
+        (stream instead, filter, or sample). What was selected (filters, sample seed, source) is
+        recorded as JSON in ``info.description``. ``images=False`` gives the metadata only: no image column,
+        nothing downloaded or composed. ``reduced=True`` composes from the renders' reduced copies where the
+        source has them (``vignette build reduce``; ~4x faster, slightly different pixels, recorded as
+        ``composition`` in ``info.description``); ``reduced=False`` always composes the full renders.
+        ``image_format`` is how a pair reaches ``datasets`` (the image paths' suffix): ``"BMP"`` (default:
+        uncompressed, ~0.3 ms to write and read where PNG took ~25 ms) or ``"PNG"`` (a third smaller: what
+        ``push_to_hub`` embeds is these bytes, so load with ``image_format="PNG"`` to publish PNG). Same pixels.
 
-    As with ``datasets.load_dataset``, a map-style table is an Arrow file memory-mapped from
-    ``cache_dir`` (default: the datasets cache, ``HF_DATASETS_CACHE/vignette``), named by the sha256 of
-    its contents: two loads of the same selection share one file, a rebuilt source gives a new one, and
-    a dataset pickles (DataLoader workers) as a path, not as its rows. ``keep_in_memory=True`` keeps it
-    in memory instead. ``num_proc`` is accepted for datasets compatibility; there is nothing to prepare
-    in parallel (rows are arithmetic, images are composed when read).
+        As with ``datasets.load_dataset``, a map-style table is an Arrow file memory-mapped from
+        ``cache_dir`` (default: the datasets cache, ``HF_DATASETS_CACHE/vignette``), named by the sha256 of
+        its contents: two loads of the same selection share one file, a rebuilt source gives a new one, and
+        a dataset pickles (DataLoader workers) as a path, not as its rows. ``keep_in_memory=True`` keeps it
+        in memory instead. ``num_proc`` is accepted for datasets compatibility; there is nothing to prepare
+        in parallel (rows are arithmetic, images are composed when read).
 
-    ``pair_config`` (a `vignette_bench.formats.pair_config.PairConfig`) gives the selection and the
-    pixels as one value instead of the keyword arguments (``name`` may then be left out). Either way
-    every option is checked before anything is read: a bad value raises a `VignetteError` naming it.
+        ``pair_config`` (a `vignette_bench.formats.pair_config.PairConfig`) gives the selection and the
+        pixels as one value instead of its fields as keyword arguments (``name`` may then be left out): the
+        way ``datasets.load_dataset`` takes a ``BuilderConfig`` or builds one from ``**config_kwargs``. Either
+        way every option is checked before anything is read: a bad value raises a `VignetteError` naming it.
     """
+    serving = {k: options.pop(k) for k in _SERVING_DEFAULTS if k in options}
     if name in DATA_CONFIGS and pair_config is None:
-        return _load_data_config(path, name, split=split, streaming=streaming, **kwargs)
+        # handed to datasets.load_dataset: the split, streaming and any option neither a pair nor a serving one
+        passed = {k: v for k, v in options.items() if k not in PairConfig.model_fields}
+        split, streaming = serving.get("split", SPLIT), serving.get("streaming", False)
+        return _load_data_config(path, name, split=split, streaming=streaming, **passed)
     if pair_config is None and name not in CONFIGS:
         raise unknown("config", name, CONFIGS + DATA_CONFIGS)
-    if kwargs:
-        raise VignetteError(f"unexpected option(s) {sorted(kwargs)} for a pair config; see help(vignette.load_dataset)")
-    selection_options = {
-        "gender": gender,
-        "dimensions": dimensions,
-        "identities": identities,
-        "identity_match": identity_match,
-        "activities": activities,
-        "time_use": time_use,
-        "exclude_near_synonyms": exclude_near_synonyms,
-        "representativeness": representativeness,
-        "sample": sample,
-        "seed": seed,
-        "orders": orders,
-        "size": size,
-        "seam": seam,
-        "reduced": reduced,
-    }
-    config = _pair_config(name, pair_config, selection_options)
-    serving = _Serving(
-        split, streaming, image_format, on_missing, cache_size, max_rows, num_shards, images, cache_dir, keep_in_memory
-    )
-    _check_serving(serving, num_proc)
-    return _load_pairs(path, config, serving)
+    config = _pair_config(name, pair_config, options)
+    num_proc = serving.pop("num_proc", None)
+    how = _Serving(**serving)
+    _check_serving(how, num_proc)
+    return _load_pairs(path, config, how)
 
 
 @dataclass(frozen=True)
 class _Serving:
     """How the selected pairs are served (the rest of load_dataset's options; none changes a pixel)."""
 
-    split: str
-    streaming: bool
-    image_format: str
-    on_missing: str
-    cache_size: int
-    max_rows: int
-    num_shards: int | None
-    images: bool
-    cache_dir: str | os.PathLike[str] | None
-    keep_in_memory: bool
+    split: str = SPLIT
+    streaming: bool = False
+    image_format: str = DEFAULT_ENCODING  # BMP (uncompressed, fast) or PNG: the image paths' suffix
+    on_missing: str = "raise"  # or "skip": leave out the pairs whose renders the source lacks
+    cache_size: int = 128  # renders held decoded per process
+    max_rows: int = 1_000_000  # above this a map-style table is refused (stream, filter or sample instead)
+    num_shards: int | None = None  # streaming: how many shards the rows are cut into (default: by size)
+    images: bool = True  # False: metadata only, no image column
+    cache_dir: str | os.PathLike[str] | None = None  # where the map-style Arrow file goes
+    keep_in_memory: bool = False
+
+
+# load_dataset's serving options and their defaults (num_proc: accepted for datasets compatibility, unused)
+_SERVING_DEFAULTS: dict[str, Any] = {**{f.name: f.default for f in fields(_Serving)}, "num_proc": None}
 
 
 def _pair_config(name: str | None, given: PairConfig | None, options: dict[str, Any]) -> PairConfig:
-    """The PairConfig of a call: `pair_config=` as given, or one built (and checked) from the keyword arguments."""
+    """The PairConfig of a call: `pair_config=` as given, or one built (and checked) from the keyword arguments
+    (an unknown one is named with every valid option, the PairConfig's and the serving ones)."""
+    known = sorted(set(PairConfig.model_fields) - {"schema_version", "config"})
+    unknown_keys = sorted(set(options) - set(known))
+    if unknown_keys:
+        raise VignetteError(
+            f"unknown option(s) {unknown_keys} for a pair config; valid: {known + sorted(_SERVING_DEFAULTS)} "
+            "(see help(vignette.load_dataset))"
+        )
     if given is None:
         return PairConfig.from_options(config=name, **options)
     if not isinstance(given, PairConfig):
@@ -286,19 +263,12 @@ def _pair_config(name: str | None, given: PairConfig | None, options: dict[str, 
         )
     if name is not None and name != given.config:
         raise VignetteError(f"name {name!r} differs from pair_config.config {given.config!r}; pass only one")
-    defaults = PairConfig.model_fields
-    also = sorted(k for k, v in options.items() if not _same(v, defaults[k].default))
-    if also:
+    if options:
         raise VignetteError(
-            f"option(s) {also} given beside pair_config=; put them in the PairConfig (pair_config.model_copy(update=...))"
+            f"option(s) {sorted(options)} given beside pair_config=; put them in the PairConfig "
+            "(pair_config.model_copy(update=...))"
         )
     return given
-
-
-def _same(value: Any, default: Any) -> bool:
-    if isinstance(default, tuple) and isinstance(value, list | tuple):
-        return tuple(value) == default
-    return value is default or (type(value) is type(default) and value == default)
 
 
 def _whole_at_least(option: str, value: Any, low: int, none_ok: bool) -> None:
@@ -344,13 +314,13 @@ def _prepare(path: str | os.PathLike[str] | None, config: PairConfig, serving: _
     taxonomy = load_taxonomy(source.url("taxonomy"))
     _check_coverage(index.coverage, taxonomy, source)
     _warn_uncovered(index.coverage, name, config.identities, config.activities)
-    space = PairSpace(taxonomy, name, **config.filters(), coverage=index.coverage, orders=config.orders)  # type: ignore[arg-type]
+    space = PairSpace(taxonomy, name, filters=config.filters(), coverage=index.coverage, orders=config.orders)
     positions = space.sample(config.sample, config.seed) if config.sample is not None else None
     lo, hi = _split_bounds(serving.split, len(space) if positions is None else len(positions))
     selection = Selection(space, positions, lo, hi)
     if len(selection) == 0:
         raise VignetteError(
-            f"{name}: the filters select no pairs from source {source.root} (filters {space.filters}); widen them"
+            f"{name}: the filters select no pairs from source {source.root} (filters {space.filters.to_json()}); widen them"
         )
     size, seam, reduced = config.size, config.seam, config.reduced
     suffix = "." + _suffix(serving.image_format)
@@ -363,7 +333,7 @@ def _prepare(path: str | os.PathLike[str] | None, config: PairConfig, serving: _
         "source": source.root,
         "config": name,
         "split": serving.split,
-        "filters": space.filters,
+        "filters": space.filters.to_json(),
         "orders": config.orders,
         "sample": config.sample,
         "seed": config.seed if config.sample is not None else None,

@@ -12,15 +12,15 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal, TypedDict
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vignette_bench.formats.pair_config import CONFIGS, DATA_CONFIGS, GROUPS, ORDERS
+from vignette_bench.formats.pair_config import CONFIGS, DATA_CONFIGS, GROUPS, ORDERS, PairFilters
 from vignette_bench.formats.render_index import PORTRAIT, variant_key
-from vignette_bench.loader.errors import VignetteError, as_tuple, unknown
+from vignette_bench.loader.errors import VignetteError, unknown
 from vignette_bench.taxonomy import GENDERS, REPRESENTATIVENESS, TIME_USES, Identity, Taxonomy, slug
 
 # How the identity part and the activity part of each config are built.
@@ -237,19 +237,6 @@ class PairSpec:
 Orders = Literal["rule", "both", "balanced"]
 
 
-class PairFilters(TypedDict):
-    """What a PairSpace keeps (None: no restriction on that field)."""
-
-    gender: tuple[str, ...] | None
-    dimensions: tuple[str, ...] | None
-    identities: tuple[str, ...] | None
-    identity_match: Literal["all", "any"]
-    activities: tuple[str, ...] | None
-    time_use: tuple[str, ...] | None
-    exclude_near_synonyms: bool
-    representativeness: tuple[str, ...] | None
-
-
 class PairSpace:
     """The pairs of one config, optionally filtered; position <-> pair by arithmetic.
 
@@ -284,35 +271,24 @@ class PairSpace:
         taxonomy: Taxonomy,
         config: str,
         *,
-        gender: str | Sequence[str] | None = None,
-        dimensions: str | Sequence[str] | None = None,
-        identities: str | Sequence[str] | None = None,
-        identity_match: Literal["all", "any"] = "all",
-        activities: str | Sequence[str] | None = None,
-        time_use: str | Sequence[str] | None = None,
-        exclude_near_synonyms: bool = False,
-        representativeness: str | Sequence[str] | None = None,
         coverage: Coverage | None = None,
         orders: Orders = "rule",
+        filters: PairFilters | None = None,
+        **options: Any,
     ) -> None:
+        """``filters`` as one `PairFilters`, or its fields as keyword arguments (``gender="female"``,
+        ``dimensions=["religion", "age"]``, ...): an unknown or bad one raises a `VignetteError` naming it."""
         if config not in CONFIGS:
             raise unknown("config", config, CONFIGS + DATA_CONFIGS)
         if orders not in ORDERS:
             raise unknown("orders option", orders, ORDERS)
-        if identity_match not in ("all", "any"):
-            raise unknown("identity_match option", identity_match, ("all", "any"))
+        if filters is not None and options:
+            raise VignetteError(
+                f"filter option(s) {sorted(options)} given beside filters=; put them in the PairFilters"
+            )
         self.taxonomy, self.config, self.orders = taxonomy, config, orders
         self.variants = coverage.variants if coverage is not None else {}
-        self.filters: PairFilters = {
-            "gender": as_tuple(gender),
-            "dimensions": as_tuple(dimensions),
-            "identities": as_tuple(identities),
-            "identity_match": identity_match,
-            "activities": as_tuple(activities),
-            "time_use": as_tuple(time_use),
-            "exclude_near_synonyms": exclude_near_synonyms,
-            "representativeness": as_tuple(representativeness),
-        }
+        self.filters: PairFilters = filters if filters is not None else PairFilters.from_options(**options)
         self.full_blocks = _full_blocks(taxonomy, config)
         self.full_size = (
             self.full_blocks[-1].offset + _full_block_size(config, self.full_blocks[-1]) if self.full_blocks else 0
@@ -345,32 +321,32 @@ class PairSpace:
 
     def _filtered_blocks(self, coverage: Coverage | None) -> list[_Block]:
         f, tax = self.filters, self.taxonomy
-        for g in f["gender"] or ():
+        for g in f.gender or ():
             if g not in GROUPS:
                 raise unknown("gender", g, GROUPS)
-        for d in f["dimensions"] or ():
+        for d in f.dimensions or ():
             if d not in tax.dimensions:
                 raise unknown("dimension", d, tax.dimensions)
-        for r in f["representativeness"] or ():
+        for r in f.representativeness or ():
             if r not in REPRESENTATIVENESS:
                 raise unknown("representativeness", r, REPRESENTATIVENESS)
         names = {i.name for i in tax.identities}
-        for i in f["identities"] or ():
+        for i in f.identities or ():
             if i not in names:
                 raise unknown("identity", i, [x.name for x in tax.identities])
         act_names = [a.name for a in tax.activities]
-        for a in f["activities"] or ():
+        for a in f.activities or ():
             if a not in act_names:
                 raise unknown("activity", a, act_names)
-        for t in f["time_use"] or ():
+        for t in f.time_use or ():
             if t not in TIME_USES:
                 raise unknown("time use", t, TIME_USES)
         acts = np.array(
             [
                 p
                 for p, a in enumerate(tax.activities)
-                if (f["activities"] is None or a.name in f["activities"])
-                and (f["time_use"] is None or a.time_use in f["time_use"])
+                if (f.activities is None or a.name in f.activities)
+                and (f.time_use is None or a.time_use in f.time_use)
                 and (coverage is None or self.config == "portraits" or a.name in coverage.activities)
             ],
             dtype=np.int64,
@@ -380,20 +356,20 @@ class PairSpace:
         act_kind = _ACTIVITY_KIND[self.config]
         blocks: list[_Block] = []
         for fi, fb in enumerate(self.full_blocks):
-            if (f["gender"] is not None and fb.group not in f["gender"]) or (
-                f["dimensions"] is not None and fb.dimension not in f["dimensions"]
+            if (f.gender is not None and fb.group not in f.gender) or (
+                f.dimensions is not None and fb.dimension not in f.dimensions
             ):
                 continue
             have = [
                 p
                 for p, m in enumerate(fb.members)
                 if (coverage is None or (m.gender, m.identity.name) in coverage.members(self.config))
-                and (f["representativeness"] is None or m.identity.visual_representativeness in f["representativeness"])
+                and (f.representativeness is None or m.identity.visual_representativeness in f.representativeness)
             ]
-            chosen = [p for p in have if f["identities"] is None or fb.members[p].identity.name in f["identities"]]
+            chosen = [p for p in have if f.identities is None or fb.members[p].identity.name in f.identities]
             kind = _IDENTITY_KIND[self.config]
             parts: list[tuple[str, list[int], list[int]]]
-            if kind == "single" or f["identity_match"] == "all" or f["identities"] is None:
+            if kind == "single" or f.identity_match == "all" or f.identities is None:
                 parts = [(kind, chosen, [])]
             else:  # any: pairs within the chosen ones, plus chosen x the others
                 parts = [("comb", chosen, []), ("cross", chosen, [p for p in have if p not in chosen])]
@@ -407,7 +383,7 @@ class PairSpace:
                     acts,
                     act_kind,
                 )
-                if f["exclude_near_synonyms"] and part_kind != "single":
+                if f.exclude_near_synonyms and part_kind != "single":
                     block = self._without_synonyms(block, fb)
                 if block.size > 0:
                     blocks.append(block)

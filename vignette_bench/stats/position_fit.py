@@ -129,7 +129,8 @@ def _reason(side: float, x2: float, df: int, p_fit: float, left_rate: float) -> 
     if not p_fit >= FIT_ALPHA:
         return (
             f"the side model does not fit these answers (pair-level X² {x2:.0f} on {df} df, p {p_fit:.2g}): "
-            "identity and side do not add up, so side and identity cannot be separated"
+            "identity and side do not add up, so side and identity cannot be separated; "
+            "asking each pair in both orders (as the protocol does) would make them testable"
         )
     if np.isfinite(left_rate) and left_rate != 0.5 and (side > 0) != (left_rate > 0.5):
         prefers = "left" if side > 0 else "right"

@@ -24,7 +24,7 @@ CARD = Path(__file__).resolve().parents[1] / "cards" / "leaderboard_card.md"
 
 def stage_results(entries_dir: Path, repo_id: str, stage: Path) -> Path:
     from vignette_bench.eval.leaderboard.boardfiles import KEYS_MAX_BYTES, VERIFICATION_MAX_BYTES
-    from vignette_bench.eval.leaderboard.entry import EntryError, read_responses, validate, write_entry
+    from vignette_bench.eval.leaderboard.entry import EntryError, fetch_responses, validate, write_entry
     from vignette_bench.eval.leaderboard.verify import verification_path
     from vignette_bench.eval.runtime.folder import RunFolder
 
@@ -43,7 +43,7 @@ def stage_results(entries_dir: Path, repo_id: str, stage: Path) -> Path:
         eid = entry["entry_id"]
         # each entry's responses sit where a run folder keeps them, under the entry's id
         run = RunFolder(stage / "runs" / eid)
-        run.write_responses_bytes(read_responses(entry, path))
+        run.write_responses_bytes(fetch_responses(entry, path))
         entry = json.loads(json.dumps(entry))
         entry["responses"]["location"] = f"hf://datasets/{repo_id}/{run.responses_path.relative_to(stage).as_posix()}"
         write_entry(entry, stage / "entries" / f"{eid}.json")

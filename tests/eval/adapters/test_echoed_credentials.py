@@ -72,7 +72,7 @@ def _run(source: Path, out: Path, base_url: str) -> int:
     spec = f"openai:m@{base_url}?max_retries=0&concurrency=1&structured=false"
     argv = ["run", "--source", str(source), "--config", "portraits", "--model", spec, "--out", str(out)]
     argv += ["--sample", "1", "--size", "96x48", "--no-progress", "--paradigms", "stereotype", "--max-invalid", "1"]
-    argv += ["--variants", "paraphrase=0", "option_style=identity", "modality=image"]
+    argv += ["--variants", "paraphrase=0", "--variants", "option_style=identity", "--variants", "modality=image"]
     return vignette(argv)
 
 

@@ -18,6 +18,7 @@ from vignette_bench.eval.news.judge import (
     judge_spec,
     parse_judgement,
 )
+from vignette_bench.formats.news import NewsAnswer
 
 
 def main(argv):
@@ -97,7 +98,20 @@ def test_prompt_shows_everything_the_judge_needs() -> None:
 
 def test_cache_key_changes_with_every_input_but_not_with_the_address() -> None:
     item = NewsItem("n1", Image.new("RGB", (2, 2)), "abc", "Q?", "Ref.", "gender", False)
-    answer = {"model_id": "m", "temperature": 0.0, "answer": "A", "rationale": "R"}
+    answer = NewsAnswer(
+        item_id="n1",
+        attribute="gender",
+        model_id="m",
+        temperature=0.0,
+        prompt_version="p",
+        image_sha256="abc",
+        raw="",
+        answer="A",
+        rationale="R",
+        valid=True,
+        error=None,
+        placeholder=False,
+    )
     here = judge_id_of(judge_spec(OpenAIAdapter("gpt-4o", base_url="http://127.0.0.1:1/v1", api_key="k"), 256))
     there = judge_id_of(
         judge_spec(OpenAIAdapter("gpt-4o", base_url="http://10.0.0.2:9/v1", api_key="k", concurrency=9), 256)
@@ -110,8 +124,8 @@ def test_cache_key_changes_with_every_input_but_not_with_the_address() -> None:
         cache_key(here, "faithfulness", item, answer),
         cache_key(here, "bias", NewsItem("n1", item.image, "abd", "Q?", "Ref.", "gender", False), answer),
         cache_key(here, "bias", NewsItem("n1", item.image, "abc", "Q?", "Other ref.", "gender", False), answer),
-        cache_key(here, "bias", item, {**answer, "rationale": "R2"}),
-        cache_key(here, "bias", item, {**answer, "temperature": 0.2}),
+        cache_key(here, "bias", item, answer.model_copy(update={"rationale": "R2"})),
+        cache_key(here, "bias", item, answer.model_copy(update={"temperature": 0.2})),
     ]
     assert len({base, *variants}) == 1 + len(variants)
 

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.eval.serve.test_server import SchemaFixtureAdapter
 from vignette_bench.dataset_builder.news import build_news_sample
 from vignette_bench.eval.adapters.openai_adapter import OpenAIAdapter
-from vignette_bench.eval.news.answer import ANSWERS_FILE, answer_news, read_answers
+from vignette_bench.eval.news.answer import ANSWERS_FILE, answer_news
 from vignette_bench.eval.news.data import load_news, news_items
-from vignette_bench.eval.news.judge import DIMENSIONS, judge_answers, read_judgements
+from vignette_bench.eval.news.judge import DIMENSIONS, judge_answers
 from vignette_bench.eval.news.results import joined, summarise, write_results
 from vignette_bench.eval.news.schemas import ANSWER_MAX_NEW_TOKENS
 from vignette_bench.eval.serve.server import ChatServer, Intercept
+from vignette_bench.formats.news import NewsAnswer, read_answers, read_judgements
 
 FAST = {"max_retries": 1, "backoff_base_s": 0.01}
 
@@ -63,7 +63,7 @@ def test_answers_are_json_and_resume(items: list, tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="temperature"):
             answer_news(items, _client(server), tmp_path / "run", temperature=0.2)
     rows = read_answers(tmp_path / "run" / ANSWERS_FILE)
-    assert {r["answer"] for r in rows} == {"fixture answer"} and all(r["placeholder"] for r in rows)
+    assert {r.answer for r in rows} == {"fixture answer"} and all(r.placeholder for r in rows)
     sent = next(r for r in backend.seen if items[0].question in r.prompt)  # requests run concurrently
     assert sent.json_schema["required"] == ["answer", "rationale"] and sent.max_new_tokens == ANSWER_MAX_NEW_TOKENS
     assert all("maxLength" in p for p in sent.json_schema["properties"].values())  # bounded: always finishes
@@ -75,15 +75,13 @@ def test_unparseable_answers_are_kept_marked_and_retried(items: list, tmp_path: 
         counts = answer_news(items[:3], _client(server), tmp_path / "run")
     assert counts["invalid"] == 3
     rows = read_answers(tmp_path / "run" / ANSWERS_FILE)
-    assert all(
-        not r["valid"] and r["raw"] == "The manager is the man." and "not valid JSON" in r["error"] for r in rows
-    )
+    assert all(not r.valid and r.raw == "The manager is the man." and "not valid JSON" in r.error for r in rows)
     with ChatServer(SchemaFixtureAdapter()) as server:
         assert answer_news(items[:3], _client(server), tmp_path / "run", retry_invalid=True)["valid"] == 3
-    assert all(r["valid"] for r in read_answers(tmp_path / "run" / ANSWERS_FILE))
+    assert all(r.valid for r in read_answers(tmp_path / "run" / ANSWERS_FILE))
 
 
-def _answers(items: list, tmp_path: Path, n: int = 10, bad: int = 0) -> list[dict[str, Any]]:
+def _answers(items: list, tmp_path: Path, n: int = 10, bad: int = 0) -> list[NewsAnswer]:
     with ChatServer(SchemaFixtureAdapter()) as server:
         answer_news(items[bad:n], _client(server), tmp_path / "run")
     if bad:
@@ -101,7 +99,7 @@ def test_judge_success_path_scores_cache_and_results(items: list, tmp_path: Path
         assert counts["judged"] == 8 * 3 and counts["failed"] == 0 and counts["skipped_invalid_answers"] == 2
         assert judge_answers(items, answers, _client(server, "judge-a"), out)["judged"] == 0  # cached
     rows = read_judgements(out)
-    assert len(rows) == 24 and all(0 <= r["score"] <= 100 for r in rows)
+    assert len(rows) == 24 and all(0 <= r.score <= 100 for r in rows)
     prompts = [r.prompt for r in backend.seen]
     assert any("SOCIAL BIAS" in p for p in prompts) and any("FAITHFULNESS" in p for p in prompts)
     assert all(items[0].reference_answer in p for p in prompts if items[0].question in p)
@@ -109,7 +107,7 @@ def test_judge_success_path_scores_cache_and_results(items: list, tmp_path: Path
 
     summary = summarise(joined(answers, rows))
     overall = summary[summary.attribute == "overall"].iloc[0]
-    expected = [r["score"] for r in rows if r["dimension"] == "bias"]
+    expected = [r.score for r in rows if r.dimension == "bias"]
     assert overall.bias_mean == pytest.approx(sum(expected) / len(expected))
     assert overall.n_items == 10 and overall.answer_failed == 2 and overall.n_judged == 8 and overall.judge_failed == 0
     assert set(summary.attribute) == {"overall", "age", "gender", "race", "occupation", "sport"}
@@ -141,7 +139,7 @@ def test_judge_failures_are_counted_never_scored(items: list, tmp_path: Path, re
         counts = judge_answers(items, answers, _client(server), out)
     assert counts == {**counts, "judged": 0, "failed": 12}
     rows = read_judgements(out)
-    assert all(r["score"] is None and not r["valid"] and reason in r["error"] and r["raw"] == reply for r in rows)
+    assert all(r.score is None and not r.valid and reason in r.error and r.raw == reply for r in rows)
     summary = summarise(joined(answers, rows))
     overall = summary[summary.attribute == "overall"].iloc[0]
     assert overall.judge_failed == 4 and overall.n_judged == 0 and overall.bias_failed == 4
@@ -155,11 +153,11 @@ def test_judge_api_errors_are_failures_and_can_be_retried(items: list, tmp_path:
         SchemaFixtureAdapter(), interceptor=lambda body: Intercept(503, '{"error": "overloaded"}')
     ) as server:
         assert judge_answers(items, answers, _client(server), out)["failed"] == 6
-    assert all("InternalServerError" in r["error"] and "overloaded" in r["raw"] for r in read_judgements(out))
+    assert all("InternalServerError" in r.error and "overloaded" in r.raw for r in read_judgements(out))
     with ChatServer(SchemaFixtureAdapter()) as server:
         assert judge_answers(items, answers, _client(server), out)["judged"] == 0  # failures are cached too
         assert judge_answers(items, answers, _client(server), out, retry_failures=True)["judged"] == 6
-    assert all(r["valid"] for r in read_judgements(out)) and len(read_judgements(out)) == 6
+    assert all(r.valid for r in read_judgements(out)) and len(read_judgements(out)) == 6
 
 
 def test_changed_answer_or_judge_is_judged_afresh(items: list, tmp_path: Path) -> None:
@@ -167,9 +165,9 @@ def test_changed_answer_or_judge_is_judged_afresh(items: list, tmp_path: Path) -
     out = tmp_path / "j.jsonl"
     with ChatServer(SchemaFixtureAdapter()) as server:
         judge_answers(items, answers, _client(server), out)
-        changed = [{**answers[0], "rationale": "A different rationale."}]
+        changed = [answers[0].model_copy(update={"rationale": "A different rationale."})]
         assert judge_answers(items, changed, _client(server), out)["judged"] == len(DIMENSIONS)
         assert judge_answers(items, answers, _client(server, "other-judge"), out)["judged"] == len(DIMENSIONS)
-    assert len({r["judge_id"] for r in read_judgements(out)}) == 2
+    assert len({r.judge_id for r in read_judgements(out)}) == 2
     with pytest.raises(ValueError, match="several judges"):
         joined(answers, read_judgements(out))

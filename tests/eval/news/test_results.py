@@ -9,25 +9,44 @@ import pytest
 from scipy import stats
 
 from vignette_bench.eval.news.results import agreement, icc_2_1, joined, mean_ci, model_label, summarise, table_markdown
+from vignette_bench.formats.news import NewsAnswer, NewsJudgement
 
 
-def _answer(item: str, attribute: str, valid: bool = True, model: str = "m", temperature: float = 0.0) -> dict:
-    return {"item_id": item, "attribute": attribute, "model_id": model, "temperature": temperature, "valid": valid}
+def _answer(item: str, attribute: str, valid: bool = True, model: str = "m", temperature: float = 0.0) -> NewsAnswer:
+    return NewsAnswer(
+        item_id=item,
+        attribute=attribute,
+        model_id=model,
+        temperature=temperature,
+        valid=valid,
+        prompt_version="p",
+        image_sha256="",
+        raw="",
+        answer="A" if valid else None,
+        rationale="R" if valid else None,
+        error=None if valid else "no json",
+        placeholder=False,
+    )
 
 
 def _judgement(
     item: str, dim: str, score: float | None, model: str = "m", judge: str = "j", temperature: float = 0.0
-) -> dict:
-    return {
-        "key": f"{judge}/{model}/{item}/{dim}",
-        "judge_id": judge,
-        "model_id": model,
-        "temperature": temperature,
-        "item_id": item,
-        "dimension": dim,
-        "score": score,
-        "valid": score is not None,
-    }
+) -> NewsJudgement:
+    return NewsJudgement(
+        key=f"{judge}/{model}/{item}/{dim}",
+        judge_id=judge,
+        rubric_version="r",
+        model_id=model,
+        temperature=temperature,
+        item_id=item,
+        attribute="",
+        dimension=dim,
+        score=score,
+        snippet=None,
+        valid=score is not None,
+        error=None if score is not None else "failed",
+        raw="",
+    )
 
 
 def test_mean_ci_is_the_t_interval() -> None:
@@ -44,7 +63,7 @@ def test_failures_are_counted_and_never_averaged() -> None:
     for item, scores in {"a": (10, 80, 90), "b": (30, None, 70), "c": (None, None, None)}.items():
         for dim, score in zip(("bias", "faithfulness", "accuracy"), scores):
             judgements.append(_judgement(item, dim, score))
-    judgements = [j for j in judgements if not (j["item_id"] == "c" and j["dimension"] == "accuracy")]  # pending
+    judgements = [j for j in judgements if not (j.item_id == "c" and j.dimension == "accuracy")]  # pending
     summary = summarise(joined(answers, judgements)).set_index(["model", "attribute"])
     overall = summary.loc[("m", "overall")]
     assert overall.n_items == 4 and overall.answer_failed == 1
@@ -63,7 +82,7 @@ def test_table_has_the_paper_shape_plus_counts() -> None:
         for model, t in (("m1", 0.0), ("m1", 0.2))
     ]
     judgements = [
-        _judgement(a["item_id"], dim, 50.0, a["model_id"], temperature=a["temperature"])
+        _judgement(a.item_id, dim, 50.0, a.model_id, temperature=a.temperature)
         for a in answers
         for dim in ("bias", "faithfulness", "accuracy")
     ]
@@ -90,12 +109,12 @@ def test_agreement_between_two_judging_runs() -> None:
         _judgement(f"i{i}", "bias", float(np.clip(s + rng.normal(0, 5), 0, 100)), judge="j2")
         for i, s in enumerate(truth)
     ]
-    second[0] = {**second[0], "score": None, "valid": False}  # a failure is not compared
+    second[0] = second[0].model_copy(update={"score": None, "valid": False})  # a failure is not compared
     table = agreement(first, second).set_index("dimension")
     row = table.loc["bias"]
     assert row.n_both == 39 and row.n_only_first == 1 and row.n_only_second == 0
     assert row.spearman_rho > 0.9 and row.icc_2_1 > 0.9 and row.spearman_p < 1e-6
     assert row.mean_abs_diff_ci_low < row.mean_abs_diff < row.mean_abs_diff_ci_high < 10
     assert table.loc["accuracy"].n_both == 0 and math.isnan(table.loc["accuracy"].spearman_rho)
-    shuffled = [{**j, "score": float(s)} for j, s in zip(second, rng.permutation(truth))]
+    shuffled = [j.model_copy(update={"score": float(s)}) for j, s in zip(second, rng.permutation(truth))]
     assert abs(agreement(first, shuffled).set_index("dimension").loc["bias"].spearman_rho) < 0.5

@@ -18,8 +18,7 @@ import pytest
 
 from vignette_bench.cli import main as vignette
 from vignette_bench.eval.adapters.spec import TINY_CACHE_ENV
-from vignette_bench.eval.news.answer import read_answers
-from vignette_bench.eval.news.judge import read_judgements
+from vignette_bench.formats.news import NewsAnswer, NewsJudgement, read_answers, read_judgements
 
 
 def demo_main(argv):
@@ -47,10 +46,10 @@ def test_demo_writes_every_stage(demo: Path) -> None:
 def test_the_tiny_untrained_model_answers_and_judges_in_parseable_json(demo: Path) -> None:
     """Bounded fields + constrained decoding: the untrained model's replies all parse, within the budget."""
     answers = read_answers(demo / "runs" / "model" / "answers.jsonl")
-    assert answers and all(a["valid"] for a in answers), [a["error"] for a in answers]
+    assert answers and all(a.valid for a in answers), [a.error for a in answers]
     judgements = read_judgements(demo / "judgements.jsonl")
-    assert len(judgements) == 3 * 4 and all(j["valid"] for j in judgements), [j["error"] for j in judgements]
-    assert all(j["score"] == int(j["score"]) and 0 <= j["score"] <= 100 for j in judgements)  # enumerated
+    assert len(judgements) == 3 * 4 and all(j.valid for j in judgements), [j.error for j in judgements]
+    assert all(j.score == int(j.score) and 0 <= j.score <= 100 for j in judgements)  # enumerated
 
 
 def test_every_answer_and_judgement_is_scored_or_counted_as_failed(demo: Path) -> None:
@@ -58,22 +57,22 @@ def test_every_answer_and_judgement_is_scored_or_counted_as_failed(demo: Path) -
         demo / "runs" / "reference" / "answers.jsonl"
     )
     judgements = read_judgements(demo / "judgements.jsonl")
-    assert len(answers) == 4 and all(a["raw"] is not None for a in answers)
-    valid = [a for a in answers if a["valid"]]
+    assert len(answers) == 4 and all(a.raw is not None for a in answers)
+    valid = [a for a in answers if a.valid]
     assert len(judgements) == 3 * len(valid)  # the invalid answers were not judged
     for j in judgements:
-        assert (j["score"] is None) == (not j["valid"])
-        if j["valid"]:
-            assert 0 <= j["score"] <= 100
+        assert (j.score is None) == (not j.valid)
+        if j.valid:
+            assert 0 <= j.score <= 100
         else:
-            assert j["error"] and j["raw"] is not None
+            assert j.error and j.raw is not None
     summary = pd.read_csv(demo / "results" / "news_summary.csv")
     overall = summary[summary.attribute == "overall"]
     assert overall.n_items.sum() == 4
-    assert overall.answer_failed.sum() == sum(not a["valid"] for a in answers)
+    assert overall.answer_failed.sum() == sum(not a.valid for a in answers)
     for dim in ("bias", "faithfulness", "accuracy"):
-        failed = sum(1 for j in judgements if j["dimension"] == dim and not j["valid"])
-        scored = [j["score"] for j in judgements if j["dimension"] == dim and j["valid"]]
+        failed = sum(1 for j in judgements if j.dimension == dim and not j.valid)
+        scored = [j.score for j in judgements if j.dimension == dim and j.valid]
         assert overall[f"{dim}_failed"].sum() == failed and overall[f"{dim}_n"].sum() == len(scored)
         means = overall[f"{dim}_mean"].dropna()
         assert (len(means) > 0) == bool(scored)
@@ -85,8 +84,8 @@ def test_demo_shows_answers_judged_end_to_end_by_a_labelled_fixture_judge(demo: 
     """The tiny judge only fails; the fixture judge shows the success path and says what it is."""
     from vignette_bench.eval.news.demo import FIXTURE_JUDGEMENTS, judged_example
 
-    judged = [j for j in read_judgements(demo / FIXTURE_JUDGEMENTS) if j["valid"]]
-    assert judged and all("fixture" in j["judge_id"] for j in judged)
+    judged = [j for j in read_judgements(demo / FIXTURE_JUDGEMENTS) if j.valid]
+    assert judged and all("fixture" in j.judge_id for j in judged)
     summary = pd.read_csv(demo / "results-fixture-judge" / "news_summary.csv")
     overall = summary[summary.attribute == "overall"]
     assert overall.bias_mean.notna().any()  # a judged row with its scores
@@ -155,12 +154,33 @@ def test_the_page_shows_failure_reasons() -> None:
 
     item = NewsItem("n1", Image.new("RGB", (40, 30)), "0" * 64, "Who is here?", "A person.", "age", False)
     common = {"item_id": "n1", "attribute": "age", "temperature": 0.0}
+    answer = {**common, "prompt_version": "p", "image_sha256": "", "placeholder": False}
     answers = [
-        {**common, "model_id": "m/bad", "valid": False, "error": "not valid JSON (Expecting value)", "raw": "{oops"},
-        {**common, "model_id": "m/good", "valid": True, "answer": "A person.", "rationale": "One is seen.", "raw": ""},
+        NewsAnswer(
+            **answer,
+            model_id="m/bad",
+            valid=False,
+            error="not valid JSON (Expecting value)",
+            raw="{oops",
+            answer=None,
+            rationale=None,
+        ),
+        NewsAnswer(
+            **answer, model_id="m/good", valid=True, answer="A person.", rationale="One is seen.", raw="", error=None
+        ),
     ]
     judgement = {**common, "model_id": "m/good", "judge_id": "gpt#abc", "dimension": "bias", "valid": False}
-    judgements = [{**judgement, "score": None, "snippet": None, "error": "score 150 is outside 0-100", "raw": "{}"}]
+    judgements = [
+        NewsJudgement(
+            **judgement,
+            key="k",
+            rubric_version="r",
+            score=None,
+            snippet=None,
+            error="score 150 is outside 0-100",
+            raw="{}",
+        )
+    ]
     page = render_page([item], answers, judgements)
     assert "answer failed, not judged: not valid JSON (Expecting value)" in page and "{oops" in page
     assert "failed: score 150 is outside 0-100" in page and "gpt #abc" in page

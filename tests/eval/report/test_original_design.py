@@ -55,8 +55,22 @@ def test_a_side_model_that_does_not_fit_gives_no_verdict_and_says_why(non_additi
     assert sel[~per_gender]["reason"].str.contains("position-confounded in female, male").all()
     assert sel["fit_p"].dropna().lt(0.05).all() and sel["side_term"].notna().sum() == 18  # shown per gender
     assert (ver["verdict"] == "position-confounded").all()
+    # no rate or test of the report's for them: the paper's pooled rate is not repeated as the report's
+    assert sel[["value", "p", "q"]].isna().all().all()
     assert "position-confounded, no verdict — the side model does not fit" in findings
+    assert "asking each pair in both orders" in findings  # what would make them testable
     assert "mixes identity with side" in findings  # the paper's clearest side-mixed rate, on the first screen
+
+
+def test_the_papers_table_leaves_the_reports_columns_blank_where_nothing_was_tested(non_additive, tmp_path):
+    from vignette_bench.eval.analysis.numbers import compute
+    from vignette_bench.eval.pages import paper
+    from vignette_bench.eval.runs import load_run
+
+    run = run_import("vignette-csv", write(Design(pair_sd=1.0), 5, tmp_path / "csv"), tmp_path / "run", model_id="m")
+    t = paper.table(compute(load_run(run).responses, model="m", detail=False).selection)
+    assert len(t) == 27 and t["paper: pooled rate (%)"].notna().all()
+    assert t["report: rate (%)"].isna().all() and t["report: p"].isna().all()
 
 
 def test_additive_answers_give_per_gender_verdicts(tmp_path):

@@ -19,7 +19,7 @@ from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.merge import MergeError, merge
 from vignette_bench.eval.runtime.questions import Variants
 from vignette_bench.eval.runtime.run import RunError, RunSettings, Shard, run
-from vignette_bench.eval.runtime.runlog import LogCorrupt, scan_part
+from vignette_bench.formats.jsonl import LogCorrupt, scan_part
 
 
 def run_main(argv):
@@ -77,7 +77,9 @@ def cli(source, out, model, *extra, python=True):
         "--no-progress",
         "--variants",
         "paraphrase=0",
+        "--variants",
         "option_style=identity",
+        "--variants",
         "modality=image,text",
         *extra,
     ]
@@ -261,7 +263,7 @@ def test_bad_options_are_named(source, tmp_path, capsys):
 
 
 def test_prefetch_and_a_failing_composition(source, tmp_path):
-    from vignette_bench.eval.runtime.run import open_pairs
+    from vignette_bench.eval.runtime.plan import open_pairs
 
     s = settings(source, sample=4, variants=SMALL)
     reference = run(s, tmp_path / "reference", batch_size=8, prefetch=0, progress=False)
@@ -327,7 +329,8 @@ def test_filters_reach_vignette(source, tmp_path, capsys):
 
 
 def test_log_tail_is_found_past_long_torn_writes(tmp_path):
-    from vignette_bench.eval.runtime.runlog import PartWriter, iter_part, tail_state
+    from vignette_bench.eval.runtime.runlog import PartWriter
+    from vignette_bench.formats.jsonl import iter_part, tail_state
 
     log = tmp_path / "part-00000.jsonl"
     with PartWriter(log) as writer:

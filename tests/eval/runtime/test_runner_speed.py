@@ -16,7 +16,8 @@ from vignette_bench.dataset_builder.sample import build_sample
 from vignette_bench.eval.runtime import merge as merge_module
 from vignette_bench.eval.runtime.questions import Variants
 from vignette_bench.eval.runtime.run import RunSettings, Shard, run
-from vignette_bench.eval.runtime.runlog import PartWriter, iter_part
+from vignette_bench.eval.runtime.runlog import PartWriter
+from vignette_bench.formats.jsonl import iter_part
 
 ROWS = [{"question_id": str(i), "pair_id": "p"} for i in range(3)]
 

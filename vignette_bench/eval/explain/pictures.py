@@ -64,7 +64,7 @@ def load_row(run_dir: Path, question_id: str) -> dict[str, Any]:
 
 def pair_image(run_dir: Path, pair_id: str) -> Image.Image:
     """Compose the pair again as the run did: the source and image size from its record, the keys from its plan."""
-    import vignette
+    from vignette_bench.eval.runtime.plan import pair_composer
 
     folder = RunFolder(run_dir)
     settings = folder.read_record().settings  # a record without image_size is migrated to the default size
@@ -73,8 +73,7 @@ def pair_image(run_dir: Path, pair_id: str) -> Image.Image:
     ).to_pylist()
     if not rows:
         raise ExplainError(f"{folder.plan_path} has no pair {pair_id!r}")
-    reader = vignette.RenderReader(vignette.RenderIndex.load(vignette.Source(settings.source)))
-    return vignette.Composer(reader, settings.image_size).pair(rows[0]["key_left"], rows[0]["key_right"])
+    return pair_composer(settings).pair(rows[0]["key_left"], rows[0]["key_right"])
 
 
 def _bands(ax: Any, width: float, seam: float) -> None:

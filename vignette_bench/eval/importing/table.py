@@ -20,12 +20,14 @@ import csv
 import json
 import math
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vignette_bench.eval.importing.core import (
     Answers,
     Identities,
+    Person,
     answer_row,
     lookalike,
     match_template,
@@ -198,6 +200,23 @@ def read_file(
     return answers.count - before, tuple(not_recovered), tuple(consequences)
 
 
+@dataclass(frozen=True)
+class _Row:
+    """One table row's pair, options, answer and question, each checked against the taxonomy."""
+
+    left: Person
+    right: Person
+    acts: tuple[str, str]  # the left and right person's activity ("" when not given)
+    options: list[Any]
+    choice: Any
+    answer: Any  # as given (the raw answer)
+    probabilities: list[float] | None
+    question: tuple[str, str, int, str]  # template id, subtask, paraphrase, context
+
+
+Bad = Callable[[str, str], None]  # names a problem at a column of the current row
+
+
 def _row(
     i: int,
     r: dict[str, Any],
@@ -217,6 +236,25 @@ def _row(
     def bad(column: str, why: str, i: int = i) -> None:
         problems.add(shown, i, column, why)
 
+    parsed = _parse(r, taxonomy, identities, known, seen, bad)
+    if len(problems.items) > before or parsed is None:
+        return
+    row = _answer(r, parsed, identities, model_id, terms, seen, bad)
+    if row is not None:
+        answers.add(row, f"{shown}: row {i}")
+
+
+def _parse(
+    r: dict[str, Any],
+    taxonomy: Taxonomy,
+    identities: Identities,
+    known: dict[str, str],
+    seen: dict[str, bool],
+    bad: Bad,
+) -> _Row | None:
+    """The row's people, activities, options, choice, probabilities and question; every problem is named
+    through `bad`, and None when the question or the options are missing. Notes in `seen` whether the
+    table gives probabilities and whether some rows' sides are unknown."""
     people = []
     for col in ("identity_left", "identity_right"):
         v = r.get(col)
@@ -263,76 +301,88 @@ def _row(
         bad("sides_known", f"{r.get('sides_known')!r} is not true or false (also yes/no, 1/0; empty: true)")
     if known_sides is False:
         seen["sides_unknown"] = True
-    if len(problems.items) > before or isinstance(q, str) or options is None:
-        return
     left, right = people
-    assert left is not None and right is not None
-    tid, subtask, paraphrase, context = q
+    if isinstance(q, str) or options is None or left is None or right is None:
+        return None
+    return _Row(left, right, (acts[0], acts[1]), options, choice, answer, probs, q)
+
+
+def _answer(
+    r: dict[str, Any],
+    p: _Row,
+    identities: Identities,
+    model_id: str,
+    terms: dict[str, tuple[str, str]],
+    seen: dict[str, bool],
+    bad: Bad,
+) -> dict[str, Any] | None:
+    """The response row of one parsed table row; None (the problem named) when its paradigm's own check fails."""
+    left, right, acts, options = p.left, p.right, p.acts, p.options
+    tid, subtask, paraphrase, context = p.question
     paradigm = tid.split("/")[0]
     if left.dimension != right.dimension:
         bad(
             "identity_right",
             f"{right.identity!r} ({right.dimension}) and {left.identity!r} ({left.dimension}) differ",
         )
-        return
+        return None
     gender = "mixed" if left.dimension == "gender" else (left.gender or right.gender or str(r.get("gender") or ""))
-
-    def who(option: str, left: Any = left, right: Any = right) -> str:
-        o = norm(option)
-        o = o[4:] if o.startswith("the ") else o
-        for p in (left, right):
-            if o == norm(p.identity):
-                return p.identity
-        found = identities.find(o, left.dimension)
-        return found.identity if found is not None and found.identity in (left.identity, right.identity) else ""
-
     image = None if _empty(r.get("image")) else str(r["image"])
     seen["image"] = seen["image"] or image is not None
     extra: dict[str, Any] = {}
     if paradigm == "stereotype":
         if context not in terms:
             bad("context", f"{context!r} is not a taxonomy trait term")
-            return
+            return None
         extra = dict(direction=terms[context][0], trait_dimension=terms[context][1])
         subtask = terms[context][1]
     if paradigm == "factuality":
         target = str(r.get("target") or "left").strip().lower()
         if target not in ("left", "right"):
             bad("target", f"{target!r} is not left or right")
-            return
+            return None
         extra = dict(subject=target, target_identity=(left if target == "left" else right).identity)
         identities_of = [""] * len(options)
     else:
-        identities_of = [who(o) for o in options]
+        identities_of = [_who(o, left, right, identities) for o in options]
     config = (
         "portraits"
         if paradigm == "stereotype"
         else ("identity_contrast" if acts[0] == acts[1] else "identity_activity_contrast")
     )
-    answers.add(
-        answer_row(
-            config=config,
-            gender=gender,
-            dimension=left.dimension,
-            paradigm=paradigm,
-            subtask=subtask,
-            template_id=tid,
-            paraphrase=paraphrase,
-            context=context,
-            left=left.identity,
-            right=right.identity,
-            activity_left=acts[0],
-            activity_right=acts[1],
-            key_left=None,
-            key_right=None,
-            options=[str(o) for o in options],
-            option_identities=identities_of,
-            choice=choice,
-            raw="" if _empty(answer) else str(answer),
-            probabilities=probs,
-            model_id=model_id,
-            pair_id=f"{FORMAT}/{image}" if image is not None else None,
-            **extra,
-        ),
-        f"{shown}: row {i}",
+    return answer_row(
+        config=config,
+        gender=gender,
+        dimension=left.dimension,
+        paradigm=paradigm,
+        subtask=subtask,
+        template_id=tid,
+        paraphrase=paraphrase,
+        context=context,
+        left=left.identity,
+        right=right.identity,
+        activity_left=acts[0],
+        activity_right=acts[1],
+        key_left=None,
+        key_right=None,
+        options=[str(o) for o in options],
+        option_identities=identities_of,
+        choice=p.choice,
+        raw="" if _empty(p.answer) else str(p.answer),
+        probabilities=p.probabilities,
+        model_id=model_id,
+        pair_id=f"{FORMAT}/{image}" if image is not None else None,
+        **extra,
     )
+
+
+def _who(option: str, left: Person, right: Person, identities: Identities) -> str:
+    """The identity an option names: one of the pair (with or without "the"), or a taxonomy form of one; ""
+    for an option that names neither."""
+    o = norm(option)
+    o = o[4:] if o.startswith("the ") else o
+    for p in (left, right):
+        if o == norm(p.identity):
+            return p.identity
+    found = identities.find(o, left.dimension)
+    return found.identity if found is not None and found.identity in (left.identity, right.identity) else ""

@@ -63,12 +63,3 @@ def problem(path: Path, max_bytes: int) -> str | None:
     if st.st_size > max_bytes:
         return f"{st.st_size:,} bytes, over the cap of {max_bytes:,} for this file; refused unread"
     return None
-
-
-def read_capped(path: Path, max_bytes: int) -> bytes:
-    """At most `max_bytes` of a file; OSError(EFBIG) when there is more (a device or a file grown since a stat)."""
-    with open(path, "rb") as f:
-        data = f.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise OSError(27, f"over the cap of {max_bytes:,} bytes")  # errno.EFBIG
-    return data

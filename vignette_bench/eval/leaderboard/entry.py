@@ -31,13 +31,13 @@ from vignette_bench import atomic
 from vignette_bench.errors import VignetteError
 from vignette_bench.eval.analysis.numbers import summaries
 from vignette_bench.eval.leaderboard import names
-from vignette_bench.eval.leaderboard.boardfiles import ENTRY_MAX_BYTES, read_capped
+from vignette_bench.eval.leaderboard.boardfiles import ENTRY_MAX_BYTES
 from vignette_bench.eval.leaderboard.official import Official
 from vignette_bench.eval.leaderboard.protocol import CUSTOM, VERSION, classify
 from vignette_bench.eval.runs import load_run, placeholder_renders
 from vignette_bench.eval.runtime.folder import RunFolder
-from vignette_bench.formats.base import FormatError, parse_json
-from vignette_bench.formats.entry import Entry
+from vignette_bench.formats.base import FormatError
+from vignette_bench.formats.entry import Entry, read_entry
 from vignette_bench.formats.responses import REQUIRED_COLUMNS
 from vignette_bench.loader.reader import MAX_INDEX_BYTES
 
@@ -220,11 +220,9 @@ def load_entry(path: str | Path) -> dict:
     (formats.base.MAX_DEPTH) instead of ending in a RecursionError; NaN/Infinity are refused by `check_finite`."""
     path = Path(path)
     try:
-        text = read_capped(path, ENTRY_MAX_BYTES)  # a link to /dev/zero or a 30 MB "entry" is never read whole
+        return read_entry(path, ENTRY_MAX_BYTES)  # a link to /dev/zero or a 30 MB "entry" is never read whole
     except OSError as e:
         raise EntryError("(entry)", f"{path}: cannot be read ({e.strerror or type(e).__name__})") from None
-    try:
-        return Entry.upgrade(parse_json(text, str(path)), str(path))
     except FormatError as e:
         raise EntryError(e.key or "(entry)", e.reason) from None
 
@@ -251,7 +249,9 @@ def responses_url(entry: dict, entry_path: Path) -> str:
     return str(target)
 
 
-def read_responses(entry: dict, entry_path: Path, max_bytes: int = MAX_RESPONSES_BYTES) -> bytes:
+def fetch_responses(entry: dict, entry_path: Path, max_bytes: int = MAX_RESPONSES_BYTES) -> bytes:
+    """The bytes of the responses file the entry names (hf:// or inside the entries' folder), capped; `validate`
+    checks them with the responses format's own checks (formats.responses.check_table)."""
     url = responses_url(entry, entry_path)
     try:
         with fsspec.open(url, "rb") as f:
@@ -326,7 +326,7 @@ def validate(path: str | Path, official: Official | None = None) -> Validated:
     entry = load_entry(path)
     check_finite(entry)
     check_schema(entry)
-    data = read_responses(entry, path)
+    data = fetch_responses(entry, path)
     if sha256_bytes(data) != entry["responses"]["sha256"]:
         raise EntryError("responses.sha256", "the file's sha256 differs from the entry's: the responses changed")
     try:

@@ -4,7 +4,7 @@ Entries are comparable only when they answer the same questions. The protocol fi
 decides which questions a run asks (config, pair sample and its seed, side orders, question seed,
 paradigms, wording variants, filters, image size); the model and its answer mode are the entry's
 own (shown beside its numbers). ``expected_question_ids`` rebuilds the plan from the source with the
-runner's own code (``open_pairs`` + ``QuestionBuilder``), so `validate` can demand exactly that set:
+runner's own plan (``plan_for``: vignette_bench/eval/runtime/plan.py), so `validate` can demand exactly that set:
 a subset (cherry-picking), extra questions or another seed are not the protocol. Runs with other
 settings are "custom": validated and listed apart, never ranked with protocol entries.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from vignette_bench.eval.runtime.questions import PARADIGMS, QuestionBuilder, Variants
+from vignette_bench.eval.runtime.questions import PARADIGMS, Variants
 from vignette_bench.formats.run_record import RunSettings
 
 VERSION = "vignette-protocol/1"
@@ -111,15 +111,12 @@ class Plan:
 
 def planned_questions(settings: RunSettings) -> Plan:
     """Every question a run with these settings asks, rebuilt with the runner's code (no model, no image)."""
+    from vignette_bench.eval.runtime.plan import plan_for
     from vignette_bench.eval.runtime.questions import template_hash
-    from vignette_bench.eval.runtime.run import open_pairs
-    from vignette_bench.taxonomy import load_taxonomy
 
-    pairs = open_pairs(settings)
-    taxonomy = load_taxonomy(pairs.taxonomy) if pairs.taxonomy else load_taxonomy()
-    builder = QuestionBuilder(taxonomy, settings.seed, settings.paradigms, settings.variants)
-    questions = {q.question_id: q for row in pairs.rows for q in builder(row)}  # plan rows carry no image
-    return Plan(questions, template_hash(taxonomy))
+    plan = plan_for(settings)
+    questions = {q.question_id: q for _, asked in plan.questions() for q in asked}  # plan rows carry no image
+    return Plan(questions, template_hash(plan.taxonomy))
 
 
 def expected_question_ids(settings: RunSettings) -> set[str]:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from vignette_bench.errors import VignetteError
 from vignette_bench.formats.base import FormatError
-from vignette_bench.formats.verification import MaintainerKeys, Verification
+from vignette_bench.formats.verification import Verification, read_maintainer_keys
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -151,10 +151,10 @@ def load_keys_file(path: Path) -> Keys:
     path = Path(path)
     if not path.is_file():
         raise SigningError(f"{path}: no such keys file")
-    from vignette_bench.eval.leaderboard.boardfiles import KEYS_MAX_BYTES, read_capped
+    from vignette_bench.eval.leaderboard.boardfiles import KEYS_MAX_BYTES
 
     try:
-        listed = MaintainerKeys.from_json(read_capped(path, KEYS_MAX_BYTES), str(path))
+        listed = read_maintainer_keys(path, KEYS_MAX_BYTES)
     except OSError as e:
         return Keys({}, f"{KEYS_FILE} cannot be read ({e.strerror or type(e).__name__})")
     except FormatError as e:  # never a key or value of the file in the log: it may be anyone's

@@ -68,7 +68,7 @@ from vignette_bench.eval.leaderboard.entry import EntryError, validate
 from vignette_bench.eval.leaderboard.official import Official
 from vignette_bench.eval.leaderboard.official import from_args as official_from
 from vignette_bench.formats.base import FormatError
-from vignette_bench.formats.verification import Mismatch, Verification
+from vignette_bench.formats.verification import Mismatch, Verification, read_verification, write_verification
 
 MIN_AGREEMENT = 0.95
 PROB_TOL = 0.02  # float32 on both sides
@@ -256,10 +256,9 @@ def verify(
     """Re-ask `n` questions of the entry with the maintainer's `model_spec`. `seed` (tests only) fixes the subset;
     by default it is drawn fresh (`new_subset_seed`). `adapter` replaces the spec's model (tests)."""
     from vignette_bench.eval.adapters.base import ChoiceRequest
-    from vignette_bench.eval.runtime.questions import QuestionBuilder
-    from vignette_bench.eval.runtime.run import build_adapter, open_pairs
+    from vignette_bench.eval.adapters.spec import build_adapter
+    from vignette_bench.eval.runtime.plan import plan_for
     from vignette_bench.formats.run_record import RunSettings
-    from vignette_bench.taxonomy import load_taxonomy
 
     entry_path = Path(entry_path)
     official = official or Official.default()
@@ -280,22 +279,20 @@ def verify(
     chosen = set(subset(frame["question_id"], n, seed))
     recorded = frame.set_index("question_id").loc[sorted(chosen)]
 
-    pairs = open_pairs(settings)
-    taxonomy = load_taxonomy(pairs.taxonomy) if pairs.taxonomy else load_taxonomy()
-    builder = QuestionBuilder(taxonomy, settings.seed, settings.paradigms, settings.variants)
+    plan = plan_for(settings)
     wanted_pairs = set(recorded["pair_id"])
     items = []
-    for row in pairs.rows:
+    for row in plan.pairs.rows:
         if row["pair_id"] not in wanted_pairs:
             continue
-        todo = [q for q in builder(row) if q.question_id in chosen]
-        image = pairs.compose(row) if any(q.modality == "image" for q in todo) else None
+        todo = [q for q in plan.builder(row) if q.question_id in chosen]
+        image = plan.pairs.compose(row) if any(q.modality == "image" for q in todo) else None
         items += [(q, image if q.modality == "image" else None) for q in todo]
     if len(items) != len(chosen):
         raise EntryError(
             "run", f"rebuilt {len(items)} of the {len(chosen)} chosen questions from the source: the plan changed"
         )
-    adapter = adapter or build_adapter(model_spec, settings.seed, batch_size)
+    adapter = adapter or build_adapter(model_spec, seed=settings.seed, batch_size=batch_size)
     model_id, model_revision = check_model(entry, adapter, model_spec)
     prepare = getattr(adapter, "prepare", None)
     answers: dict[str, dict[str, Any]] = {}
@@ -416,7 +413,7 @@ def verification_status(entry_path: Path, entry: dict, keys: signing.Keys | None
     if not path.is_file():
         return Status(None, False, "no verification record")
     try:
-        data = Verification.from_json(path.read_bytes(), str(path))
+        data = read_verification(path)
     except FormatError as e:
         return Status(None, False, f"the verification record is unreadable ({e.reason})")  # verifies nothing
     except OSError as e:
@@ -462,9 +459,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"{word}  {args.entry}: {result.reason}; not signed (no --key): nothing written")
         return 0 if result.passed else 1
     signed = signing.sign(result, key)
-    path = verification_path(args.entry, result.entry_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(signed.dumps())
+    path = write_verification(verification_path(args.entry, result.entry_id), signed)
     print(f"{word}  {args.entry}: {result.reason}; signed by key {signed.signed_by}; wrote {path}")
     return 0 if result.passed else 1
 

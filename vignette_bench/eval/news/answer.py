@@ -18,7 +18,6 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tqdm import tqdm
 
@@ -28,8 +27,8 @@ from vignette_bench.eval.news.arguments import answer_add_arguments as add_argum
 from vignette_bench.eval.news.data import NewsDataError, NewsItem, load_news, news_items
 from vignette_bench.eval.news.json_reply import parse_json_object
 from vignette_bench.eval.news.schemas import ANSWER_CHARS, ANSWER_MAX_NEW_TOKENS, ANSWER_SCHEMA, RATIONALE_CHARS
-from vignette_bench.eval.runtime.runlog import PartWriter, scan_part
-from vignette_bench.formats.news import NewsAnswer
+from vignette_bench.eval.runtime.runlog import PartWriter
+from vignette_bench.formats.news import NewsAnswer, NewsProvenance, read_answers, read_provenance, write_provenance
 from vignette_bench.redaction import redact, redact_json
 
 DEFAULT_TEMPERATURE = 0.0
@@ -82,29 +81,20 @@ def model_id_of(adapter: ModelAdapter) -> str:
     return redact(str(adapter.provenance().get("model_id") or adapter.name))  # recorded in every answer
 
 
-def read_answers(path: str | Path) -> list[dict[str, Any]]:
-    """The rows of one answers.jsonl; for an item answered twice (a retry) the last row wins."""
-    rows: dict[str, dict[str, Any]] = {}
-    for n, row in enumerate(scan_part(Path(path)).rows, 1):
-        record = NewsAnswer.from_json(row, f"{path}: line {n}").to_json()  # older lines migrate; a bad one is named
-        rows[record["item_id"]] = record
-    return list(rows.values())
-
-
-def _check_provenance(run_dir: Path, provenance: dict[str, Any]) -> None:
+def _check_provenance(run_dir: Path, provenance: NewsProvenance) -> None:
     path = run_dir / PROVENANCE_FILE
-    if path.exists():
-        before = json.loads(path.read_text())
-        fixed = ("model_id", "temperature", "prompt_version", "max_new_tokens")
-        changed = [key for key in fixed if before.get(key) != provenance.get(key)]
-        if changed:
-            raise ValueError(
-                f"{run_dir} holds answers made with other settings ({changed}: "
-                f"{[before.get(k) for k in changed]} → {[provenance.get(k) for k in changed]}); "
-                "use another --out folder so runs never mix"
-            )
-    else:
-        path.write_text(json.dumps(provenance, indent=2, default=str))
+    before = read_provenance(path)
+    if before is None:
+        write_provenance(path, provenance)
+        return
+    fixed = ("model_id", "temperature", "prompt_version", "max_new_tokens")
+    changed = [key for key in fixed if getattr(before, key) != getattr(provenance, key)]
+    if changed:
+        raise ValueError(
+            f"{run_dir} holds answers made with other settings ({changed}: "
+            f"{[getattr(before, k) for k in changed]} → {[getattr(provenance, k) for k in changed]}); "
+            "use another --out folder so runs never mix"
+        )
 
 
 def answer_news(
@@ -124,22 +114,20 @@ def answer_news(
     model_id = model_id_of(adapter)
     _check_provenance(
         run_dir,
-        {
-            "model_id": model_id,
-            "temperature": temperature,
-            "top_p": 1.0,
-            "max_new_tokens": max_new_tokens,
-            "prompt_version": PROMPT_VERSION,
-            "prompt": ANSWER_PROMPT,
-            "schema": ANSWER_SCHEMA,
-            "source": source,
-            "adapter": redact_json(adapter.provenance()),  # secrets never reach a file
-        },
+        NewsProvenance(
+            model_id=model_id,
+            temperature=temperature,
+            top_p=1.0,
+            max_new_tokens=max_new_tokens,
+            prompt_version=PROMPT_VERSION,
+            prompt=ANSWER_PROMPT,
+            schema=ANSWER_SCHEMA,
+            source=source,
+            adapter=redact_json(adapter.provenance()),  # secrets never reach a file
+        ),
     )
     path = run_dir / ANSWERS_FILE
-    done = (
-        {row["item_id"] for row in read_answers(path) if row["valid"] or not retry_invalid} if path.exists() else set()
-    )
+    done = {row.item_id for row in read_answers(path) if row.valid or not retry_invalid} if path.exists() else set()
     todo = [item for item in items if item.id not in done]
     counts = {"asked": 0, "valid": 0, "invalid": 0, "skipped": len(items) - len(todo)}
     with PartWriter(path) as writer, tqdm(total=len(todo), desc=f"answers {model_id}", unit="q") as bar:

@@ -22,7 +22,9 @@ def answer_add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--robustness", action="store_true", help=f"temperature {ROBUSTNESS_TEMPERATURE} instead of 0")
     parser.add_argument("--batch-size", type=int, default=4, help="questions per model call (default 4)")
     opt.limit(parser, default=None, help="only the first N items")
-    parser.add_argument("--retry-invalid", action="store_true", help="ask again where the answer did not parse")
+    parser.add_argument(
+        "--retry-invalid", action="store_true", help="ask again where the answer is invalid (did not parse)"
+    )
 
 
 def judge_add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,12 +39,14 @@ def judge_add_arguments(parser: argparse.ArgumentParser) -> None:
     opt.out(parser, required=True, help="judgements jsonl (appended to; reruns resume)")
     parser.add_argument("--batch-size", type=int, default=4, help="questions per model call (default 4)")
     parser.add_argument(
-        "--max-new-tokens",
+        "--judge-max-new-tokens",
         type=int,
         default=JUDGE_MAX_NEW_TOKENS,
         help=f"token budget of a judgement (default {JUDGE_MAX_NEW_TOKENS}: the longest reply its bounded schema allows)",
     )
-    parser.add_argument("--retry-failures", action="store_true", help="judge again where the judge failed")
+    parser.add_argument(
+        "--retry-invalid", action="store_true", help="judge again where the judgement is invalid (the judge failed)"
+    )
 
 
 def results_add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -19,15 +19,16 @@ from pathlib import Path
 
 from vignette_bench.dataset_builder.news import build_news_sample
 from vignette_bench.eval.adapters.spec import build_adapter
-from vignette_bench.eval.news.answer import ANSWERS_FILE, answer_news, read_answers
+from vignette_bench.eval.news.answer import ANSWERS_FILE, answer_news
 from vignette_bench.eval.news.arguments import demo_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.news.data import load_news, news_items
 from vignette_bench.eval.news.fixture import FixtureJudge
-from vignette_bench.eval.news.judge import judge_answers, read_judgements
+from vignette_bench.eval.news.judge import judge_answers
 from vignette_bench.eval.news.page import PAGE, write_page
 from vignette_bench.eval.news.reference import ReferenceAnswerer
 from vignette_bench.eval.news.results import write_results
 from vignette_bench.eval.pages.names import display_id
+from vignette_bench.formats.news import read_answers, read_judgements
 
 FIXTURE_JUDGEMENTS = "judgements-fixture-judge.jsonl"
 
@@ -71,23 +72,23 @@ def judged_example(out: Path) -> str:
     """One answer judged end to end by the fixture judge: question, answer, a score per dimension."""
     items = {item.id: item for item in news_items(load_news(out / "source"))}
     answers = {
-        (a["item_id"], a["model_id"]): a
+        (a.item_id, a.model_id): a
         for run in ("model", "reference")
         for a in read_answers(out / "runs" / run / ANSWERS_FILE)
-        if a["valid"]
+        if a.valid
     }
     scores: dict[tuple[str, str], dict[str, float]] = {}
     for row in read_judgements(out / FIXTURE_JUDGEMENTS):
-        if row["valid"] and (row["item_id"], row["model_id"]) in answers:
-            scores.setdefault((row["item_id"], row["model_id"]), {})[row["dimension"]] = row["score"]
+        if row.valid and row.score is not None and (row.item_id, row.model_id) in answers:
+            scores.setdefault((row.item_id, row.model_id), {})[row.dimension] = row.score
     if not scores:
         return "no answer was judged (every answer failed to parse)"
     key, by_dimension = next(iter(scores.items()))
     answer = answers[key]
     return "\n".join(
         [
-            f"question ({answer['item_id']}): {items[answer['item_id']].question}",
-            f"answer by {display_id(answer['model_id'])}: {answer['answer']}",
+            f"question ({answer.item_id}): {items[answer.item_id].question}",
+            f"answer by {display_id(answer.model_id)}: {answer.answer}",
             "scores by the FIXTURE judge (a hash of the prompt, not a judgement): "
             + ", ".join(f"{d} {v:g}" for d, v in sorted(by_dimension.items())),
         ]

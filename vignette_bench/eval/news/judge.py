@@ -25,15 +25,22 @@ from typing import Any
 from tqdm import tqdm
 
 from vignette_bench.eval.adapters.base import ModelAdapter, TextRequest
-from vignette_bench.eval.news.answer import read_answers
 from vignette_bench.eval.news.arguments import DEFAULT_JUDGE as DEFAULT_JUDGE
 from vignette_bench.eval.news.arguments import JUDGE_MAX_NEW_TOKENS
 from vignette_bench.eval.news.arguments import judge_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.news.data import NewsDataError, NewsItem, load_news, news_items
 from vignette_bench.eval.news.json_reply import parse_json_object
 from vignette_bench.eval.news.schemas import JUDGE_SCHEMA, SNIPPET_CHARS
-from vignette_bench.eval.runtime.runlog import PartWriter, scan_part
-from vignette_bench.formats.news import NewsJudgement
+from vignette_bench.eval.runtime.runlog import PartWriter
+from vignette_bench.formats.news import (
+    JudgeSpec,
+    NewsAnswer,
+    NewsJudgement,
+    read_answers,
+    read_judge_specs,
+    read_judgements,
+    write_judge_specs,
+)
 
 DIMENSIONS = ("bias", "faithfulness", "accuracy")
 _FRAME = (
@@ -90,9 +97,9 @@ class ParsedJudgement:
     error: str | None
 
 
-def answer_digest(answer: dict[str, Any]) -> str:
+def answer_digest(answer: NewsAnswer) -> str:
     """Which answer a judgement is about: a re-answered item must not inherit the old answer's score."""
-    return hashlib.sha256(json.dumps([answer.get("answer"), answer.get("rationale")]).encode()).hexdigest()
+    return hashlib.sha256(json.dumps([answer.answer, answer.rationale]).encode()).hexdigest()
 
 
 def build_judge_prompt(dimension: str, question: str, reference: str, answer: str, rationale: str) -> str:
@@ -139,7 +146,7 @@ def judge_id_of(spec: dict[str, Any]) -> str:
     return f"{adapter.get('model_id') or adapter.get('adapter', 'judge')}#{digest}"
 
 
-def cache_key(judge_id: str, dimension: str, item: NewsItem, answer: dict[str, Any]) -> str:
+def cache_key(judge_id: str, dimension: str, item: NewsItem, answer: NewsAnswer) -> str:
     payload = [
         judge_id,
         RUBRIC_VERSION,
@@ -148,22 +155,12 @@ def cache_key(judge_id: str, dimension: str, item: NewsItem, answer: dict[str, A
         item.image_sha256,
         item.question,
         item.reference_answer,
-        answer["model_id"],
-        answer["temperature"],
-        answer["answer"],
-        answer["rationale"],
+        answer.model_id,
+        answer.temperature,
+        answer.answer,
+        answer.rationale,
     ]
     return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
-
-
-def read_judgements(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a judgements file; where a key was judged again (--retry-failures) the last row wins."""
-    path = Path(path)
-    rows: dict[str, dict[str, Any]] = {}
-    for n, row in enumerate(scan_part(path).rows if path.exists() else [], 1):
-        record = NewsJudgement.from_json(row, f"{path}: line {n}").to_json()  # older lines migrate
-        rows[record["key"]] = record
-    return list(rows.values())
 
 
 @dataclass(frozen=True)
@@ -171,12 +168,12 @@ class _Task:
     key: str
     dimension: str
     item: NewsItem
-    answer: dict[str, Any]
+    answer: NewsAnswer
 
 
 def judge_answers(
     items: list[NewsItem],
-    answers: list[dict[str, Any]],
+    answers: list[NewsAnswer],
     adapter: ModelAdapter,
     out_path: str | Path,
     *,
@@ -187,7 +184,7 @@ def judge_answers(
 ) -> dict[str, int]:
     """Judge every valid answer on every dimension not already in `out_path`; returns counts."""
     by_id = {item.id: item for item in items}
-    unknown = sorted({a["item_id"] for a in answers} - set(by_id))
+    unknown = sorted({a.item_id for a in answers} - set(by_id))
     if unknown:
         raise ValueError(
             f"answers name item ids missing from the source: {unknown[:5]} — is --source the one answered?"
@@ -196,26 +193,26 @@ def judge_answers(
     judge_id = judge_id_of(spec)
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    done = {row["key"] for row in read_judgements(out_path) if row["valid"] or not retry_failures}
+    done = {row.key for row in read_judgements(out_path) if row.valid or not retry_failures}
     tasks = []
     for answer in answers:
-        if not answer["valid"]:
+        if not answer.valid:
             continue
         for dimension in dimensions:
-            key = cache_key(judge_id, dimension, by_id[answer["item_id"]], answer)
+            key = cache_key(judge_id, dimension, by_id[answer.item_id], answer)
             if key not in done:
-                tasks.append(_Task(key, dimension, by_id[answer["item_id"]], answer))
+                tasks.append(_Task(key, dimension, by_id[answer.item_id], answer))
     spec_path = out_path.with_name(out_path.stem + "_judges.json")
-    specs = json.loads(spec_path.read_text()) if spec_path.exists() else {}
+    specs = read_judge_specs(spec_path)
     from vignette_bench.redaction import redact_json
 
-    specs[judge_id] = {**spec, "adapter_full": redact_json(adapter.provenance())}  # secrets never reach a file
-    spec_path.write_text(json.dumps(specs, indent=2, default=str))
+    specs[judge_id] = JudgeSpec(**spec, adapter_full=redact_json(adapter.provenance()))  # secrets never reach a file
+    write_judge_specs(spec_path, specs)
     counts = {
         "judged": 0,
         "failed": 0,
-        "skipped_invalid_answers": sum(not a["valid"] for a in answers),
-        "already_done": sum(a["valid"] for a in answers) * len(dimensions) - len(tasks),
+        "skipped_invalid_answers": sum(not a.valid for a in answers),
+        "already_done": sum(a.valid for a in answers) * len(dimensions) - len(tasks),
     }
     with PartWriter(out_path) as writer, tqdm(total=len(tasks), desc=f"judge {judge_id}", unit="j") as bar:
         for start in range(0, len(tasks), batch_size):
@@ -228,8 +225,8 @@ def judge_answers(
                         task.dimension,
                         task.item.question,
                         task.item.reference_answer,
-                        task.answer["answer"],
-                        task.answer["rationale"],
+                        task.answer.answer or "",
+                        task.answer.rationale or "",
                     ),
                     json_schema=JUDGE_SCHEMA,
                     max_new_tokens=max_new_tokens,
@@ -252,8 +249,8 @@ def judge_answers(
                         dimension=task.dimension,
                         item_id=task.item.id,
                         attribute=task.item.attribute,
-                        model_id=task.answer["model_id"],
-                        temperature=task.answer["temperature"],
+                        model_id=task.answer.model_id,
+                        temperature=task.answer.temperature,
                         score=parsed.score,
                         snippet=parsed.snippet,
                         valid=parsed.error is None,
@@ -286,8 +283,8 @@ def main(args: argparse.Namespace) -> int:
             build_adapter(args.judge),
             args.out,
             batch_size=args.batch_size,
-            max_new_tokens=args.max_new_tokens,
-            retry_failures=args.retry_failures,
+            max_new_tokens=args.judge_max_new_tokens,
+            retry_failures=args.retry_invalid,
         )
     except (BackendUnavailable, ValueError, ImportError) as e:  # a dead server, a bad spec: named, exit 2
         print(f"error: {e}", file=sys.stderr)

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vignette_bench.eval.news.answer import read_answers
 from vignette_bench.eval.news.data import NewsItem
 from vignette_bench.eval.news.fixture import FIXTURE_NOTE, is_fixture
-from vignette_bench.eval.news.judge import DIMENSIONS, read_judgements
+from vignette_bench.eval.news.judge import DIMENSIONS
 from vignette_bench.eval.news.results import judge_name, model_label
+from vignette_bench.formats.news import NewsAnswer, NewsJudgement, read_answers, read_judgements
 
 PAGE = "news.html"
 THUMBNAIL = 320  # px, the longer side
@@ -51,30 +51,26 @@ def _e(text: Any) -> str:
     return html.escape(str(text))
 
 
-def _judgement_cell(row: dict[str, Any] | None) -> str:
+def _judgement_cell(row: NewsJudgement | None) -> str:
     if row is None:
         return "<td>not judged yet</td>"
-    if row["valid"]:
-        snippet = f"<br><small>“{_e(row['snippet'])}”</small>" if row.get("snippet") else ""
-        return f"<td><b>{row['score']:g}</b>{snippet}</td>"
-    return (
-        f"<td class=failed>failed: {_e(row['error'])}<br><small>reply: <code>{_e(row['raw'][:160])}</code></small></td>"
-    )
+    if row.valid:
+        snippet = f"<br><small>“{_e(row.snippet)}”</small>" if row.snippet else ""
+        return f"<td><b>{row.score:g}</b>{snippet}</td>"
+    return f"<td class=failed>failed: {_e(row.error)}<br><small>reply: <code>{_e(row.raw[:160])}</code></small></td>"
 
 
-def _answer_block(answer: dict[str, Any], judges: list[str], by_key: dict[tuple, dict[str, Any]]) -> str:
-    who = _e(model_label(answer["model_id"], answer["temperature"]))
-    if not answer["valid"]:
+def _answer_block(answer: NewsAnswer, judges: list[str], by_key: dict[tuple, NewsJudgement]) -> str:
+    who = _e(model_label(answer.model_id, answer.temperature))
+    if not answer.valid:
         return (
-            f"<div class='answer failed'><b>{who}</b>: answer failed, not judged: {_e(answer['error'])}"
-            f"<br><small>reply: <code>{_e(str(answer['raw'])[:200])}</code></small></div>"
+            f"<div class='answer failed'><b>{who}</b>: answer failed, not judged: {_e(answer.error)}"
+            f"<br><small>reply: <code>{_e(str(answer.raw)[:200])}</code></small></div>"
         )
     rows = []
     for judge in judges:
         cells = "".join(
-            _judgement_cell(
-                by_key.get((judge, answer["model_id"], float(answer["temperature"]), answer["item_id"], dim))
-            )
+            _judgement_cell(by_key.get((judge, answer.model_id, float(answer.temperature), answer.item_id, dim)))
             for dim in DIMENSIONS
         )
         label = (
@@ -85,17 +81,15 @@ def _answer_block(answer: dict[str, Any], judges: list[str], by_key: dict[tuple,
         rows.append(f"<tr>{label}{cells}</tr>")
     head = "<tr><th>judge</th>" + "".join(f"<th>{d}</th>" for d in DIMENSIONS) + "</tr>"
     return (
-        f"<div class=answer><b>{who}</b>: {_e(answer['answer'])}<br><small>rationale: {_e(answer['rationale'])}</small>"
+        f"<div class=answer><b>{who}</b>: {_e(answer.answer)}<br><small>rationale: {_e(answer.rationale)}</small>"
         f"<table>{head}{''.join(rows)}</table></div>"
     )
 
 
-def render_page(items: Sequence[NewsItem], answers: list[dict[str, Any]], judgements: list[dict[str, Any]]) -> str:
+def render_page(items: Sequence[NewsItem], answers: list[NewsAnswer], judgements: list[NewsJudgement]) -> str:
     """The page's HTML for these items (in order), with the answers and judgements that concern them."""
-    judges = sorted({j["judge_id"] for j in judgements}, key=lambda j: (is_fixture(j), j))
-    by_key = {
-        (j["judge_id"], j["model_id"], float(j["temperature"]), j["item_id"], j["dimension"]): j for j in judgements
-    }
+    judges = sorted({j.judge_id for j in judgements}, key=lambda j: (is_fixture(j), j))
+    by_key = {(j.judge_id, j.model_id, float(j.temperature), j.item_id, j.dimension): j for j in judgements}
     notes = []
     if any(item.placeholder for item in items):
         notes.append(
@@ -104,8 +98,8 @@ def render_page(items: Sequence[NewsItem], answers: list[dict[str, Any]], judgem
         )
     if any(is_fixture(j) for j in judges):
         notes.append(FIXTURE_NOTE + ".")
-    failed_answers = sum(not a["valid"] for a in answers)
-    failed_judgements = sum(not j["valid"] for j in judgements)
+    failed_answers = sum(not a.valid for a in answers)
+    failed_judgements = sum(not j.valid for j in judgements)
     parts = [
         "<!doctype html><html lang=en><head><meta charset=utf-8><title>News answers and judgements</title>",
         f"<style>{_CSS}</style></head><body><h1>News answers and judgements</h1>",
@@ -116,7 +110,7 @@ def render_page(items: Sequence[NewsItem], answers: list[dict[str, Any]], judgem
         + ". Scores 0–100: accuracy and faithfulness higher is better, bias lower is better.</p>",
     ]
     for item in items:
-        mine = [a for a in answers if a["item_id"] == item.id]
+        mine = [a for a in answers if a.item_id == item.id]
         blocks = "".join(_answer_block(a, judges, by_key) for a in mine) or "<p>no answers</p>"
         parts.append(
             f"<section class=item id='{_e(item.id)}'><img alt='image of item {_e(item.id)}' src='{_thumbnail(item)}'>"

@@ -22,11 +22,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from vignette_bench.eval.news.answer import read_answers
 from vignette_bench.eval.news.arguments import results_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.news.fixture import FIXTURE_NOTE, is_fixture
-from vignette_bench.eval.news.judge import DIMENSIONS, read_judgements
+from vignette_bench.eval.news.judge import DIMENSIONS
 from vignette_bench.eval.pages.names import display_id
+from vignette_bench.formats.news import NewsAnswer, NewsJudgement, read_answers, read_judgements
 
 ATTRIBUTE_ORDER = ("age", "gender", "race", "sport", "occupation")  # the paper's column order
 SHORT = {"accuracy": "Acc", "bias": "Bias", "faithfulness": "Faith"}
@@ -58,35 +58,30 @@ def mean_ci(values: Iterable[float], level: float = 0.95) -> tuple[float, float,
     return mean, mean - half, mean + half
 
 
-def joined(
-    answers: list[dict[str, Any]], judgements: list[dict[str, Any]], judge_id: str | None = None
-) -> pd.DataFrame:
+def joined(answers: list[NewsAnswer], judgements: list[NewsJudgement], judge_id: str | None = None) -> pd.DataFrame:
     """One row per answer: model, attribute, answer validity, and per dimension the score or failure."""
-    judge_ids = sorted({j["judge_id"] for j in judgements})
+    judge_ids = sorted({j.judge_id for j in judgements})
     if judge_id is None and len(judge_ids) > 1:
         raise ValueError(f"the judgements hold several judges {judge_ids}; pick one with --judge-id")
-    chosen = [j for j in judgements if judge_id is None or j["judge_id"] == judge_id]
+    chosen = [j for j in judgements if judge_id is None or j.judge_id == judge_id]
     from vignette_bench.eval.news.judge import answer_digest
 
     # keyed on the exact answer judged; judgements written before answer_sha256 existed match by item only
-    by_answer = {
-        (j["model_id"], float(j["temperature"]), j["item_id"], j["dimension"], j.get("answer_sha256") or ""): j
-        for j in chosen
-    }
+    by_answer = {(j.model_id, float(j.temperature), j.item_id, j.dimension, j.answer_sha256): j for j in chosen}
     rows = []
     for a in answers:
         row = {
-            "model": model_label(a["model_id"], a["temperature"]),
-            "item_id": a["item_id"],
-            "attribute": a["attribute"],
-            "answer_valid": bool(a["valid"]),
+            "model": model_label(a.model_id, a.temperature),
+            "item_id": a.item_id,
+            "attribute": a.attribute,
+            "answer_valid": bool(a.valid),
         }
         for dim in DIMENSIONS:
-            base = (a["model_id"], float(a["temperature"]), a["item_id"], dim)
+            base = (a.model_id, float(a.temperature), a.item_id, dim)
             j = by_answer.get((*base, answer_digest(a))) or by_answer.get((*base, ""))
-            row[f"{dim}_score"] = j["score"] if j is not None and j["valid"] else math.nan
+            row[f"{dim}_score"] = j.score if j is not None and j.valid else math.nan
             row[f"{dim}_state"] = (
-                "answer_failed" if not a["valid"] else "pending" if j is None else "scored" if j["valid"] else "failed"
+                "answer_failed" if not a.valid else "pending" if j is None else "scored" if j.valid else "failed"
             )
         rows.append(row)
     return pd.DataFrame(rows)
@@ -225,15 +220,15 @@ def icc_2_1(*raters: np.ndarray) -> float:
     return float((ms_rows - ms_error) / denominator) if denominator > 0 else math.nan
 
 
-def agreement(first: list[dict[str, Any]], second: list[dict[str, Any]]) -> pd.DataFrame:
+def agreement(first: list[NewsJudgement], second: list[NewsJudgement]) -> pd.DataFrame:
     """Per dimension, over answers both judgement sets scored: Spearman ρ (p), ICC(2,1), mean |a−b| and
     mean (a−b) with 95% t-intervals; plus how many answers only one set scored."""
 
-    def scored(rows: list[dict[str, Any]]) -> dict[tuple, float]:
+    def scored(rows: list[NewsJudgement]) -> dict[tuple, float]:
         return {
-            (r["model_id"], float(r["temperature"]), r["item_id"], r["dimension"]): float(r["score"])
+            (r.model_id, float(r.temperature), r.item_id, r.dimension): r.score
             for r in rows
-            if r["valid"]
+            if r.valid and r.score is not None  # a valid judgement has a score
         }
 
     a, b = scored(first), scored(second)
@@ -282,7 +277,7 @@ def write_results(
     judgements = read_judgements(judgement_path)
     summary = summarise(joined(answers, judgements, judge_id))
     # the judge by name in every output; a fixture judge's numbers say, wherever they go, that they are a hash
-    judges = sorted({j["judge_id"] for j in judgements if judge_id is None or j["judge_id"] == judge_id})
+    judges = sorted({j.judge_id for j in judgements if judge_id is None or j.judge_id == judge_id})
     fixture = any(is_fixture(j) for j in judges)
     summary.insert(2, "judge", "; ".join(judges))
     summary.insert(3, "judge_note", FIXTURE_NOTE if fixture else "")
@@ -292,7 +287,7 @@ def write_results(
         "scatter": out_dir / "news_bias_vs_faithfulness.png",
     }
     summary.to_csv(written["summary"], index=False)
-    placeholder = any(a.get("placeholder") for a in answers)
+    placeholder = any(a.placeholder for a in answers)
     note = (
         "> PLACEHOLDER data: drawn sample images and our own questions; these numbers test the "
         "pipeline and say nothing about any model.\n\n"
@@ -320,7 +315,7 @@ def main(args: argparse.Namespace) -> int:
         from vignette_bench.eval.news.data import load_news, news_items
         from vignette_bench.eval.news.page import PAGE, write_page
 
-        answered = {row["item_id"] for path in args.answers for row in read_answers(path)}
+        answered = {row.item_id for path in args.answers for row in read_answers(path)}
         items = [item for item in news_items(load_news(args.source)) if item.id in answered]
         judged = [args.judgements] + ([args.compare] if args.compare else [])
         written["page"] = write_page(items, args.answers, judged, Path(args.out) / PAGE)

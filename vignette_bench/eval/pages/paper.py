@@ -39,7 +39,11 @@ def lopsided(sel: pd.DataFrame) -> pd.Series:
 def table(sel: pd.DataFrame) -> pd.DataFrame:
     """The paper's rate and test beside the report's, for every identity of every two-person family."""
     rows = sel[pd.to_numeric(sel.get("left_share"), errors="coerce").notna()] if "left_share" in sel else sel[:0]
-    return rows.reindex(columns=list(COLUMNS)).rename(columns=COLUMNS).reset_index(drop=True)
+    out = rows.reindex(columns=list(COLUMNS))
+    # a position-confounded identity has no report rate or test: its `value` is the pooled rate, kept only to read
+    untested = (rows["flag"] == "position_confounded").to_numpy() if "flag" in rows else np.zeros(len(rows), bool)
+    out.loc[untested, ["value", "p"]] = np.nan
+    return out.rename(columns=COLUMNS).reset_index(drop=True)
 
 
 def _balanced_words(row: pd.Series) -> str:

@@ -539,8 +539,8 @@ def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Sec
         "strength with sides balanced) and it is tested. Where pairs were shown in one fixed order (the original "
         'design), each gender is tested apart ("<dimension> · <gender>"; "· both genders" is the equal-weight '
         "mean of the per-gender effects) and every rate is **partner- and side-balanced (side model)**: the rate "
-        "against a partner of the average strength of the identity's partners, each partner weighted equally, "
-        "sides balanced, from a paired-comparison model with a per-gender side term that must fit the gender's "
+        "against a partner of the median strength of the identity's partners (so one partner's real effect "
+        "does not move it), sides balanced, from a paired-comparison model with a per-gender side term that must fit the gender's "
         "answers (else position-confounded, the note says why; docs/statistics.md). *Position*: how the deciding "
         "family handled sides (side-balanced, position-adjusted, partner- and side-balanced; – when sides are "
         "unknown). *A verdict needs*: the true effect a verdict finds with 80% probability on this design "

@@ -52,7 +52,7 @@ SELECTION_COLUMNS = [
 
 def write_tables(out: Path, tables: list[tuple[str, Numbers, pd.DataFrame]]) -> list[Path]:
     """Write selection.csv and verdicts.csv under `out` from build's (model, numbers, verdicts)."""
-    sel = [n.selection.reindex(columns=SELECTION_COLUMNS).assign(model=name) for name, n, _ in tables]
+    sel = [_untested_blank(n.selection.reindex(columns=SELECTION_COLUMNS)).assign(model=name) for name, n, _ in tables]
     ver = [v.reindex(columns=VERDICT_COLUMNS).assign(model=name) for name, _, v in tables]
     paths = []
     for fname, parts, cols in (("selection.csv", sel, SELECTION_COLUMNS), ("verdicts.csv", ver, VERDICT_COLUMNS)):
@@ -62,3 +62,10 @@ def write_tables(out: Path, tables: list[tuple[str, Numbers, pd.DataFrame]]) -> 
         atomic.write_text(path, frame.to_csv(index=False))  # a full disk leaves no truncated table
         paths.append(path)
     return paths
+
+
+def _untested_blank(sel: pd.DataFrame) -> pd.DataFrame:
+    """A position-confounded identity has no rate or test of the report's: blank them rather than carry the
+    pooled rate the page keeps there to read and the p = 1 that keeps it out of the corrections."""
+    untested = sel["flag"] == "position_confounded"
+    return sel.assign(**{c: sel[c].mask(untested) for c in ("value", "p", "q")})

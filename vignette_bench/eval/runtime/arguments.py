@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from vignette_bench import cli_options as opt
-from vignette_bench.formats.vocabulary import CONFIGS, FILTER_KEYS, ORDERS, PARADIGMS
+from vignette_bench.formats.vocabulary import CONFIGS, FILTER_KEYS, ORDERS, PARADIGMS, VARIANT_KEYS
 
 
 def filter_item(text: str) -> str:
@@ -15,6 +15,16 @@ def filter_item(text: str) -> str:
     key, sep, _ = text.partition("=")
     if not sep or key.strip() not in FILTER_KEYS:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE with KEY one of {', '.join(FILTER_KEYS)}, got {text!r}")
+    return text
+
+
+def variants_item(text: str) -> str:
+    """``all`` or ``KEY=VALUES`` with a known KEY, checked before the job starts; an argparse type."""
+    key, sep, _ = text.partition("=")
+    if text != "all" and (not sep or key.strip() not in VARIANT_KEYS):
+        raise argparse.ArgumentTypeError(
+            f"expected all, or KEY=VALUES with KEY one of {', '.join(VARIANT_KEYS)}, got {text!r}"
+        )
     return text
 
 
@@ -63,9 +73,13 @@ def run_add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--paradigms", default=",".join(PARADIGMS), help=f"comma-separated subset of {','.join(PARADIGMS)}")
     p.add_argument(
         "--variants",
-        nargs="+",
-        default=["paraphrase=0", "option_style=identity", "modality=image"],
-        help="'all', or paraphrase=0,1,2 option_style=identity,position modality=image,text",
+        action="append",
+        default=[],
+        type=variants_item,
+        metavar="KEY=VALUES",
+        help="the wordings to ask: 'all', or KEY=VALUES (values comma-separated), repeatable; KEY is one of "
+        f"{', '.join(VARIANT_KEYS)}; e.g. --variants paraphrase=0,1,2 --variants modality=image,text "
+        "(default paraphrase=0, option_style=identity, modality=image)",
     )
     p.add_argument("--batch-size", type=int, default=16, help="questions per model call (default 16)")
     opt.size(p, default=(672, 336), help="composed pair image WIDTHxHEIGHT (default: the paper's 672x336)")

@@ -24,9 +24,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vignette_bench.atomic import _TEMP_NAME, _alive, _host, _writer, atomic_write
-from vignette_bench.eval.runtime.runlog import PartWriter, iter_part
+from vignette_bench.eval.runtime.runlog import PartWriter
+from vignette_bench.formats.jsonl import iter_part
 from vignette_bench.formats.responses import with_response_columns
-from vignette_bench.formats.run_record import RunRecord
+from vignette_bench.formats.run_record import RunRecord, read_run_record, run_record_is_current
 
 
 class RunFolder:
@@ -105,7 +106,7 @@ class RunFolder:
 
     def read_record(self) -> RunRecord:
         """The record, migrated to the current version; RecordError names the file and the bad key."""
-        return RunRecord.from_json(self.record_path.read_bytes(), str(self.record_path))
+        return read_run_record(self.record_path)
 
     def write_record(self, record: RunRecord) -> Path:
         text = json.dumps(record.to_json(), indent=2, sort_keys=True, allow_nan=False) + "\n"
@@ -113,9 +114,8 @@ class RunFolder:
 
     def migrate(self) -> bool:
         """Rewrite an older record in the current version; False when it already was."""
-        data = json.loads(self.record_path.read_text())
-        record = RunRecord.from_json(data, str(self.record_path))
-        if isinstance(data, dict) and data.get("schema_version") == record.schema_version:
+        record, current = run_record_is_current(self.record_path)
+        if current:
             return False
         self.write_record(record)
         return True

@@ -25,7 +25,7 @@ from vignette_bench.errors import VignetteError
 from vignette_bench.eval.runtime.arguments import merge_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.questions import QuestionBuilder
-from vignette_bench.eval.runtime.runlog import iter_part, tail_state
+from vignette_bench.formats.jsonl import iter_part, tail_state
 from vignette_bench.formats.responses import ResponsesError, check_table, schema_for
 from vignette_bench.formats.run_record import RecordError, RunRecord
 from vignette_bench.taxonomy import load_taxonomy

@@ -23,7 +23,6 @@ Filters keep the pairs that match, e.g. the religion pairs of women:
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -31,9 +30,9 @@ import socket
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from importlib import metadata
 from itertools import chain
 from pathlib import Path
@@ -49,20 +48,24 @@ from vignette_bench.eval.adapters.base import BackendUnavailable, ChoiceRequest,
 from vignette_bench.eval.runtime.arguments import run_add_arguments as add_arguments  # noqa: F401 (the parser lives in a light module)
 from vignette_bench.eval.runtime.folder import RunFolder
 from vignette_bench.eval.runtime.merge import MergeError, merge
+from vignette_bench.eval.runtime.plan import PairSource, Plan, open_pairs, plan_for
 from vignette_bench.eval.runtime.questions import (
     CONFIG_PARADIGMS,
     CONFIGS,
     Question,
-    QuestionBuilder,
     Variants,
     template_hash,
 )
-from vignette_bench.eval.runtime.runlog import ShardBusy, iter_part, tail_state
-from vignette_bench.formats.pair_config import PairConfig
-from vignette_bench.formats.run_record import ORDERS, DatasetProvenance, ModelProvenance, RunRecord, RunSettings
-from vignette_bench.formats.selection import SelectionRecord
-from vignette_bench.formats.vocabulary import FILTER_KEYS
-from vignette_bench.loader.reader import MAX_INDEX_BYTES
+from vignette_bench.eval.runtime.runlog import ShardBusy
+from vignette_bench.formats.jsonl import iter_part, tail_state
+from vignette_bench.formats.run_record import (
+    ORDERS,
+    DatasetProvenance,
+    ModelProvenance,
+    RunRecord,
+    RunSettings,
+    parse_filters,
+)
 from vignette_bench.redaction import redact, redact_argv, redact_json
 from vignette_bench.taxonomy import DATA_DIR, load_taxonomy
 
@@ -97,22 +100,6 @@ ANSWER_KEYS = (
     "choice_max_tokens",
     "system_prompt",
     "choice_system_prompt",
-)
-PAIR_COLUMNS = (
-    "pair_id",
-    "index",
-    "config",
-    "gender",
-    "dimension",
-    "identity_left",
-    "identity_right",
-    "form_left",
-    "form_right",
-    "activity_left",
-    "activity_right",
-    "key_left",
-    "key_right",
-    "swapped",
 )
 VERSIONED = (
     "torch",
@@ -153,107 +140,27 @@ class Shard:
         return cls(i, n)
 
 
-@dataclass
-class PairSource:
-    """Pair rows without images (the plan) and a way to compose one pair's image on demand."""
+@dataclass(frozen=True)
+class Session:
+    """How this session asks (none of it changes an answer, so a resumed run may change any of it)."""
 
-    rows: Dataset
-    compose: Callable[[dict[str, Any]], Image.Image]
-    revision: dict[str, Any]
-    taxonomy: str | None = None  # the source's taxonomy folder (any fsspec URL); None: the packaged copy
+    shard: Shard = Shard()
+    batch_size: int = 16  # questions per model call
+    retry_invalid: bool = False  # ask every invalid answer again (backend failures always are)
+    progress: bool = True  # a progress bar on stderr
+    prefetch: int = 2  # pair images composed ahead while the model answers
+    # once this session has `max_invalid_after` answers, more than `max_invalid` of them invalid stops it
+    max_invalid: float = 0.9
+    max_invalid_after: int = 50
 
-
-def _filter_kwargs(filters: tuple[tuple[str, str], ...]) -> dict[str, Any]:
-    """--filter key=value pairs as vignette.load_dataset keyword arguments (lists are comma-separated)."""
-    out: dict[str, Any] = {}
-    for key, value in filters:
-        if key not in FILTER_KEYS:
-            raise RunError(f"--filter {key}={value}: unknown key; use one of {list(FILTER_KEYS)}")
-        if key == "exclude_near_synonyms":
-            out[key] = value.lower() in ("1", "true", "yes")
-        elif key == "identity_match":
-            out[key] = value
-        else:
-            out[key] = tuple(v.strip() for v in value.split(",") if v.strip())
-    return out
-
-
-def pair_config(settings: RunSettings) -> PairConfig:
-    """The loader's `PairConfig` for a run: which pairs and how they look, checked by the loader's one definition."""
-    return PairConfig.from_options(
-        config=settings.config,
-        sample=settings.sample,
-        seed=settings.seed,
-        orders=settings.orders,
-        size=settings.image_size,
-        **_filter_kwargs(settings.filters),
-    )
-
-
-def open_pairs(settings: RunSettings) -> PairSource:
-    """The pairs of the run's config from its source, through vignette (the loading module)."""
-    import vignette
-
-    ds = vignette.load_dataset(settings.source, pair_config=pair_config(settings))
-    table = ds.with_format("arrow")[:]
-    rows = Dataset(table.select([c for c in PAIR_COLUMNS if c in table.column_names]))
-    source = vignette.Source(settings.source)
-    composer = vignette.Composer(
-        vignette.RenderReader(vignette.RenderIndex.load(source)), (settings.image_size[0], settings.image_size[1])
-    )
-    revision = {
-        "selection": SelectionRecord.from_json(ds.info.description, "info.description").to_json(),
-        # the index lists every render with its sha256: its digest pins the exact images asked about
-        "index_sha256": hashlib.sha256(source.read(vignette.INDEX_PATH, max_bytes=MAX_INDEX_BYTES)).hexdigest(),
-        "vignette_sha256": vignette.provenance_digest()[:16],  # every file that decides the pixels
-        **_hub_revision(source.root),
-    }
-    return PairSource(
-        rows, lambda row: composer.pair(row["key_left"], row["key_right"]), revision, source.url("taxonomy")
-    )
-
-
-def rows_source(rows: Dataset, revision: dict[str, Any] | None = None, taxonomy: str | None = None) -> PairSource:
-    """Pairs given as rows that carry their own image, in their order: e.g. the protocol sample that plain
-    ``datasets.load_dataset(SOURCE, "identity_contrast")`` returns (parquet, no code of ours). The plan is the
-    rows' pair columns; a pair's image is its row's, decoded by datasets. `run(settings, ..., source=...)` then
-    asks the same questions as over the lazy loader's rows (tests/loader/test_plain_protocol.py)."""
-    missing = [c for c in (*PAIR_COLUMNS, "image") if c not in rows.column_names]
-    if missing:
-        raise RunError(f"pair rows lack column(s) {missing}; expected the pair columns {list(PAIR_COLUMNS)} and image")
-    at = {pair_id: i for i, pair_id in enumerate(rows["pair_id"])}
-    plan = Dataset(rows.remove_columns("image").with_format("arrow")[:].select(list(PAIR_COLUMNS)))
-    return PairSource(plan, lambda row: rows[at[row["pair_id"]]]["image"], dict(revision or {}), taxonomy)
-
-
-def source_placeholder(source: str | None) -> bool | None:
-    """Whether a source's renders are drawn placeholders, read from its index; None when it cannot be read."""
-    if not source:
-        return None
-    try:
-        import fsspec
-        import pandas as pd
-
-        from vignette_bench.remote import http_options
-
-        url = f"{str(source).rstrip('/')}/renders/index.parquet"
-        with fsspec.open(url, "rb", **http_options(url)) as f:
-            return bool(pd.read_parquet(f, columns=["placeholder"])["placeholder"].any())
-    except Exception:  # a Hub id offline, or a moved folder: unknown, so not claimed
-        return None
-
-
-def _hub_revision(root: str) -> dict[str, Any]:
-    """The Hub commit of a hf://datasets/ source, when the Hub can be asked (the index digest pins the data anyway)."""
-    if not root.startswith("hf://datasets/"):
-        return {}
-    repo, _, revision = root[len("hf://datasets/") :].partition("@")
-    try:
-        from huggingface_hub import HfApi
-
-        return {"hub_repo": repo, "hub_sha": HfApi().dataset_info(repo, revision=revision or None).sha}
-    except Exception as e:  # noqa: BLE001 - offline or private: recorded, not fatal
-        return {"hub_repo": repo, "hub_sha": None, "hub_sha_error": f"{type(e).__name__}: {e}"[:300]}
+    @classmethod
+    def of(cls, **options: Any) -> Session:
+        """A Session from `run`'s keyword arguments; an unknown one is named with the valid ones."""
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise RunError(f"run(): unknown option(s) {unknown}; valid: {known}")
+        return cls(**options)
 
 
 def library_versions() -> dict[str, str]:
@@ -335,182 +242,231 @@ def run(
     *,
     adapter: ModelAdapter | None = None,
     source: PairSource | None = None,
-    shard: Shard = Shard(),
-    batch_size: int = 16,
-    retry_invalid: bool = False,
-    progress: bool = True,
-    prefetch: int = 2,
     planning: SamplePlan | None = None,
-    max_invalid: float = 0.9,
-    max_invalid_after: int = 50,
+    **session: Any,
 ) -> RunResult:
     """Ask every planned question of this shard that has no answer yet; merge when all shards are done.
-    Once this session has `max_invalid_after` answers, more than `max_invalid` of them invalid stops it."""
-    _check_options(settings, batch_size, max_invalid, max_invalid_after)
+    `session`: how this session asks, the fields of `Session` (shard, batch_size, retry_invalid, progress,
+    prefetch, max_invalid, max_invalid_after). `source`: the pairs (default: `open_pairs(settings)`)."""
+    how = Session.of(**session)
+    _check_options(settings, how)
     # everything that can fail on bad input comes before the run folder exists (no empty folders left)
-    adapter = adapter or build_adapter(settings.model, settings.seed, batch_size)
-    if source is None:
-        source = open_pairs(settings)
+    adapter = adapter or build_adapter(settings.model, settings.seed, how.batch_size)
+    pairs = source if source is not None else open_pairs(settings)
     folder = RunFolder(run_dir).create()
-    run_dir = folder.path
     for leftover in folder.remove_stale_temporaries():
         print(f"removed {leftover.name}: a temporary file of a process that died", file=sys.stderr)
     # the source's taxonomy, copied once: questions (and merge's check) use that copy
-    taxonomy = load_taxonomy(folder.keep_taxonomy(source.taxonomy or str(DATA_DIR)))
-    builder = QuestionBuilder(taxonomy, settings.seed, settings.paradigms, settings.variants)
+    plan = plan_for(settings, pairs, load_taxonomy(folder.keep_taxonomy(pairs.taxonomy or str(DATA_DIR))))
+    record = _record(folder, plan, adapter, planning)
+    _check_or_write_record(folder, record)
+    mine = split_dataset_by_node(_plan(folder, pairs, settings), rank=how.shard.rank, world_size=how.shard.world_size)
+    asking = _Asking.start(folder, plan, mine, adapter, record, how)
+    start = time.perf_counter()
+    try:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="compose") as pool:
+            asking.answer_pairs(pool)
+    finally:
+        asking.close()
+    seconds = time.perf_counter() - start
+    responses = _merge(folder, how.shard, asking.held())
+    return RunResult(asking.asked, asking.guard.invalid, asking.already, asking.composed, seconds, responses)
+
+
+def _record(folder: RunFolder, plan: Plan, adapter: ModelAdapter, planning: SamplePlan | None) -> RunRecord:
+    """The run.json of this session. Secrets never reach a file: the spec (URL userinfo, api_key=…), the
+    provenance and the argv are recorded redacted — on both sides of the resume check, so a resumed run
+    still compares equal."""
+    settings = plan.settings
     where = str(folder.record_path)  # names the file if an adapter or source reports a bad value
-    # secrets never reach a file: the spec (URL userinfo, api_key=…), the provenance and the argv are
-    # recorded redacted — on both sides of the resume check, so a resumed run still compares equal
-    recorded = settings.model_copy(update={"model": redact(settings.model)})
-    record = RunRecord(
-        settings=recorded,
-        template_hash=template_hash(taxonomy),
+    return RunRecord(
+        settings=settings.model_copy(update={"model": redact(settings.model)}),
+        template_hash=template_hash(plan.taxonomy),
         model=ModelProvenance.from_adapter(redact_json(adapter.provenance()), where),
         dataset=DatasetProvenance.from_json(
-            {"source": settings.source, "config": settings.config, **source.revision}, where, "dataset"
+            {"source": settings.source, "config": settings.config, **plan.pairs.revision}, where, "dataset"
         ),
         versions=library_versions(),
         planning=planning.to_json() if planning is not None else None,
     )
-    _check_or_write_record(folder, record)
-    plan = _plan(folder, source, settings)
-    mine = split_dataset_by_node(plan, rank=shard.rank, world_size=shard.world_size)
 
-    # This rank's part, as read here and then appended to, is held for the final merge (which then
-    # decodes only the other ranks' parts); above HELD_ROWS_MAX rows the merge reads it back instead.
-    own_part = folder.part_path(shard.rank)
-    own_bytes = tail_state(own_part)[0] if own_part.exists() else 0
-    done_pair, own_rows = _answered_so_far(folder, own_part, retry_invalid)
-    done = done_pair.keys()
-    done_per_pair = Counter(done_pair.values())
-    per_pair = len(builder(mine[0])) if len(mine) else 0  # the same for every pair of a config
-    if len(mine) and not per_pair:
-        raise RunError(
-            f"{settings.config}: no question has the wording variants {settings.variants.as_dict()} "
-            f"(activity-contrast options are activities: it has no position style)"
-        )
-    pair_ids = mine["pair_id"]
-    already = sum(min(done_per_pair[p], per_pair) for p in pair_ids)
-    model_id = record.model.model_id if record.model.model_id is not None else recorded.model
-    prepare = getattr(adapter, "prepare", None)
 
-    writer = folder.part_writer(shard.rank)
-    # what was read above is the whole part (nothing appended between that read and taking its lock)
-    own_is_whole = own_part.stat().st_size == own_bytes
-    session = {
-        "rank": shard.rank,
-        "world_size": shard.world_size,
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "started": time.time(),
-        "already_answered": already,
-        "repaired_torn_bytes": writer.repaired_bytes,
-        "batch_size": batch_size,
-        "model_spec": recorded.model,
-        "model": record.model.to_json(),
-        "argv": redact_argv(sys.argv),
-    }
-    folder.append_session(session)
-
-    bar = tqdm(
-        total=per_pair * len(mine),
-        initial=already,
-        unit="q",
-        disable=not progress,
-        position=shard.rank,
-        desc=f"{settings.config} [{shard.rank}/{shard.world_size}]",
-        dynamic_ncols=True,
-    )  # one line per rank
-    pending: list[tuple[Question, Image.Image | None]] = []
-    asked = composed = 0
-    guard = _InvalidGuard(max_invalid, max_invalid_after, folder.path)
-    start = time.perf_counter()
-
-    def ask(batch: list[tuple[Question, Image.Image | None]]) -> None:
-        questions = [q for q, _ in batch]
-        if prepare is not None:
-            prepare(questions)
-        requests = [ChoiceRequest(q.question_id, image, q.prompt, q.options) for q, image in batch]
-        results = adapter.choose(requests)
-        if [r.question_id for r in results] != [q.question_id for q in questions]:
-            raise RunError(
-                f"adapter {type(adapter).__name__} answered {len(results)} results for {len(questions)} "
-                f"questions or out of order; adapters must return one result per request, in order"
-            )
-        rows = [q.response(r, model_id) for q, r in zip(questions, results)]
-        writer.append(rows)
-        if len(own_rows) <= HELD_ROWS_MAX:
-            own_rows.extend(rows)
-        bar.update(len(batch))
-        guard.add(rows)
-
-    def work() -> Iterator[tuple[dict[str, Any], list[Question]]]:
-        """Pairs with unanswered questions, in plan order, with those questions."""
-        for i, pair_id in enumerate(pair_ids):
-            if done_per_pair[pair_id] >= per_pair and per_pair:
-                continue  # whole pair answered: neither rebuild its questions nor compose its image
-            row = mine[i]
-            questions = builder(row)
-            if len(questions) != per_pair:  # the skip rule above relies on this
-                raise RunError(
-                    f"pair {pair_id}: {len(questions)} questions where every {settings.config} pair has {per_pair}; "
-                    f"this is a bug in vignette_bench/eval/runtime/questions.py"
-                )
-            todo = [q for q in questions if q.question_id not in done]
-            if todo:
-                yield row, todo
-
-    def answer_pairs(pool: ThreadPoolExecutor) -> None:
-        # Images of the next pairs are composed on a worker thread while the model answers the current
-        # batch (PIL decodes and resizes without the GIL); questions are still asked and logged in plan order.
-        nonlocal asked, composed
-        lookahead: deque[tuple[list[Question], Future | None]] = deque()
-        try:
-            for row, todo in chain(work(), [(None, [])]):
-                if row is not None:
-                    needs_image = any(q.modality == "image" for q in todo)
-                    lookahead.append((todo, pool.submit(source.compose, row) if needs_image else None))
-                while lookahead and (len(lookahead) > prefetch or row is None):
-                    todo, future = lookahead.popleft()
-                    image = future.result() if future is not None else None
-                    composed += future is not None
-                    pending.extend((q, image if q.modality == "image" else None) for q in todo)
-                    while len(pending) >= batch_size:
-                        ask(pending[:batch_size])
-                        asked += batch_size
-                        del pending[:batch_size]
-            if pending:
-                ask(pending)
-                asked += len(pending)
-        finally:  # after an error, compose nothing more
-            for _, future in lookahead:
-                if future is not None:
-                    future.cancel()
-
+def _merge(folder: RunFolder, shard: Shard, held: dict[Path, list[dict]]) -> Path | None:
+    """responses.parquet once every shard's part is complete; None while other shards still run."""
     try:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="compose") as pool:
-            answer_pairs(pool)
-    finally:
-        writer.close()
-        bar.close()
-    seconds = time.perf_counter() - start
-
-    responses = None
-    held = {own_part: own_rows} if len(own_rows) <= HELD_ROWS_MAX and own_is_whole else {}
-    try:
-        responses = merge(run_dir, write=True, held=held).written
+        return merge(folder.path, write=True, held=held).written
     except MergeError as e:
         if shard.world_size == 1:
             raise
         print(
             f"rank {shard.rank} done; other shards still running ({e}). "
-            f"When all have finished: vignette merge {run_dir}",
+            f"When all have finished: vignette merge {folder.path}",
             file=sys.stderr,
         )
-    return RunResult(asked, guard.invalid, already, composed, seconds, responses)
+        return None
 
 
-def _check_options(settings: RunSettings, batch_size: int, max_invalid: float, max_invalid_after: int) -> None:
+@dataclass(eq=False)
+class _Asking:
+    """One session's questions: what this rank already has, the part it appends to, and the loop that composes
+    pair images ahead (on a worker thread) while the model answers, asking and logging in plan order."""
+
+    folder: RunFolder
+    plan: Plan
+    mine: Dataset  # this rank's pairs
+    adapter: ModelAdapter
+    how: Session
+    model_id: str
+    done_pair: dict[str, str]  # answered question id -> its pair
+    own_rows: list[dict]  # this rank's part as read, then appended to: held for the final merge
+    own_is_whole: bool  # nothing was appended between that read and taking the part's lock
+    per_pair: int  # questions per pair (the same for every pair of a config)
+    already: int  # of this rank's questions, answered in an earlier session
+    writer: Any  # the part's PartWriter (runlog.py)
+    bar: Any  # tqdm
+    guard: _InvalidGuard
+    asked: int = 0
+    composed: int = 0
+
+    @classmethod
+    def start(
+        cls, folder: RunFolder, plan: Plan, mine: Dataset, adapter: ModelAdapter, record: RunRecord, how: Session
+    ) -> _Asking:
+        """Read what is answered, take this rank's part and log the session (refusing a config without questions)."""
+        settings, shard = plan.settings, how.shard
+        # This rank's part, as read here and then appended to, is held for the final merge (which then
+        # decodes only the other ranks' parts); above HELD_ROWS_MAX rows the merge reads it back instead.
+        own_part = folder.part_path(shard.rank)
+        own_bytes = tail_state(own_part)[0] if own_part.exists() else 0
+        done_pair, own_rows = _answered_so_far(folder, own_part, how.retry_invalid)
+        done_per_pair = Counter(done_pair.values())
+        per_pair = len(plan.builder(mine[0])) if len(mine) else 0  # the same for every pair of a config
+        if len(mine) and not per_pair:
+            raise RunError(
+                f"{settings.config}: no question has the wording variants {settings.variants.as_dict()} "
+                f"(activity-contrast options are activities: it has no position style)"
+            )
+        already = sum(min(done_per_pair[p], per_pair) for p in mine["pair_id"])
+        model_id = record.model.model_id if record.model.model_id is not None else record.settings.model
+        writer = folder.part_writer(shard.rank)
+        folder.append_session(
+            {
+                "rank": shard.rank,
+                "world_size": shard.world_size,
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "started": time.time(),
+                "already_answered": already,
+                "repaired_torn_bytes": writer.repaired_bytes,
+                "batch_size": how.batch_size,
+                "model_spec": record.settings.model,
+                "model": record.model.to_json(),
+                "argv": redact_argv(sys.argv),
+            }
+        )
+        bar = tqdm(
+            total=per_pair * len(mine),
+            initial=already,
+            unit="q",
+            disable=not how.progress,
+            position=shard.rank,
+            desc=f"{settings.config} [{shard.rank}/{shard.world_size}]",
+            dynamic_ncols=True,
+        )  # one line per rank
+        return cls(
+            folder,
+            plan,
+            mine,
+            adapter,
+            how,
+            model_id,
+            done_pair,
+            own_rows,
+            own_part.stat().st_size == own_bytes,
+            per_pair,
+            already,
+            writer,
+            bar,
+            _InvalidGuard(how.max_invalid, how.max_invalid_after, folder.path),
+        )
+
+    def ask(self, batch: list[tuple[Question, Image.Image | None]]) -> None:
+        """One model call; its rows appended to the part (and held), counted by the guard."""
+        questions = [q for q, _ in batch]
+        prepare = getattr(self.adapter, "prepare", None)
+        if prepare is not None:
+            prepare(questions)
+        requests = [ChoiceRequest(q.question_id, image, q.prompt, q.options) for q, image in batch]
+        results = self.adapter.choose(requests)
+        if [r.question_id for r in results] != [q.question_id for q in questions]:
+            raise RunError(
+                f"adapter {type(self.adapter).__name__} answered {len(results)} results for {len(questions)} "
+                f"questions or out of order; adapters must return one result per request, in order"
+            )
+        rows = [q.response(r, self.model_id) for q, r in zip(questions, results)]
+        self.writer.append(rows)
+        if len(self.own_rows) <= HELD_ROWS_MAX:
+            self.own_rows.extend(rows)
+        self.bar.update(len(batch))
+        self.guard.add(rows)
+
+    def work(self) -> Iterator[tuple[dict[str, Any], list[Question]]]:
+        """Pairs with unanswered questions, in plan order, with those questions."""
+        done, per_pair = self.done_pair.keys(), self.per_pair
+        done_per_pair = Counter(self.done_pair.values())
+        for i, pair_id in enumerate(self.mine["pair_id"]):
+            if done_per_pair[pair_id] >= per_pair and per_pair:
+                continue  # whole pair answered: neither rebuild its questions nor compose its image
+            row = self.mine[i]
+            questions = self.plan.builder(row)
+            if len(questions) != per_pair:  # the skip rule above relies on this
+                raise RunError(
+                    f"pair {pair_id}: {len(questions)} questions where every {self.plan.settings.config} pair has "
+                    f"{per_pair}; this is a bug in vignette_bench/eval/runtime/questions.py"
+                )
+            todo = [q for q in questions if q.question_id not in done]
+            if todo:
+                yield row, todo
+
+    def answer_pairs(self, pool: ThreadPoolExecutor) -> None:
+        # Images of the next pairs are composed on a worker thread while the model answers the current
+        # batch (PIL decodes and resizes without the GIL); questions are still asked and logged in plan order.
+        batch_size, compose = self.how.batch_size, self.plan.pairs.compose
+        pending: list[tuple[Question, Image.Image | None]] = []
+        lookahead: deque[tuple[list[Question], Future | None]] = deque()
+        try:
+            for row, todo in chain(self.work(), [(None, [])]):
+                if row is not None:
+                    needs_image = any(q.modality == "image" for q in todo)
+                    lookahead.append((todo, pool.submit(compose, row) if needs_image else None))
+                while lookahead and (len(lookahead) > self.how.prefetch or row is None):
+                    todo, future = lookahead.popleft()
+                    image = future.result() if future is not None else None
+                    self.composed += future is not None
+                    pending.extend((q, image if q.modality == "image" else None) for q in todo)
+                    while len(pending) >= batch_size:
+                        self.ask(pending[:batch_size])
+                        self.asked += batch_size
+                        del pending[:batch_size]
+            if pending:
+                self.ask(pending)
+                self.asked += len(pending)
+        finally:  # after an error, compose nothing more
+            for _, future in lookahead:
+                if future is not None:
+                    future.cancel()
+
+    def close(self) -> None:
+        self.writer.close()
+        self.bar.close()
+
+    def held(self) -> dict[Path, list[dict]]:
+        """This rank's rows for the merge, when they are the whole part and few enough to hold."""
+        whole = len(self.own_rows) <= HELD_ROWS_MAX and self.own_is_whole
+        return {self.folder.part_path(self.how.shard.rank): self.own_rows} if whole else {}
+
+
+def _check_options(settings: RunSettings, how: Session) -> None:
     """Refuse settings that cannot run, naming the option, before anything is written."""
     if settings.config not in CONFIGS:
         raise RunError(f"--config {settings.config!r}: expected one of {CONFIGS}")
@@ -519,11 +475,11 @@ def _check_options(settings: RunSettings, batch_size: int, max_invalid: float, m
             f"--paradigms {','.join(settings.paradigms)}: {settings.config} pairs carry none of them; "
             f"they carry {','.join(CONFIG_PARADIGMS[settings.config])}"
         )
-    if batch_size < 1:
-        raise RunError(f"--batch-size {batch_size}: must be at least 1")
-    if not 0 <= max_invalid <= 1 or max_invalid_after < 1:
+    if how.batch_size < 1:
+        raise RunError(f"--batch-size {how.batch_size}: must be at least 1")
+    if not 0 <= how.max_invalid <= 1 or how.max_invalid_after < 1:
         raise RunError(
-            f"--max-invalid {max_invalid} --max-invalid-after {max_invalid_after}: "
+            f"--max-invalid {how.max_invalid} --max-invalid-after {how.max_invalid_after}: "
             "need a fraction in [0, 1] (1 turns the check off) and at least 1 answer"
         )
 
@@ -586,7 +542,7 @@ def plan_sample_size(
         taxonomy,
         settings.config,
         coverage=vignette.RenderIndex.load(source).coverage,
-        **_filter_kwargs(settings.filters),
+        filters=settings.pair_config().filters(),
     )
     extra = {} if icc is None else {"icc": icc}
     return plan_for_space(
@@ -617,16 +573,6 @@ def _recorded_orders(out: str) -> str | None:
     return folder.read_record().settings.orders if folder.has_record() else None
 
 
-def _parse_filters(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
-    out = []
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise RunError(f"--filter {item!r}: expected key=value, e.g. dimensions=religion")
-        out.append((key.strip(), value.strip()))
-    return tuple(sorted(out))
-
-
 def main(args: argparse.Namespace) -> int:
     try:
         sample = _parse_sample(args.sample)
@@ -639,7 +585,7 @@ def main(args: argparse.Namespace) -> int:
             paradigms=tuple(x.strip() for x in args.paradigms.split(",") if x.strip()),
             variants=Variants.parse(args.variants),
             sample=None,
-            filters=_parse_filters(args.filter),
+            filters=parse_filters(args.filter),
             image_size=args.size,
             orders=orders,
         )

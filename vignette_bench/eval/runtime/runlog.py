@@ -8,7 +8,8 @@ most every `SYNC_EVERY_S` seconds (a batch appended sooner is fsync'ed by a time
 up) and when the writer closes, so a power cut loses at most the last second of answers (one fsync per
 batch of 16 was 40% of a random-responder run's CPU). A crash mid-write can leave a torn last line:
 the reader ignores it and the writer cuts it off before appending. A broken line anywhere else is
-corruption and stops the run with the file and line named.
+corruption and stops the run with the file and line named. The reading half (`scan_part`, `iter_part`)
+is the format's: vignette_bench/formats/jsonl.py.
 """
 
 from __future__ import annotations
@@ -18,63 +19,12 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from vignette_bench.errors import VignetteError
-
-
-class LogCorrupt(VignetteError):
-    """A line other than the last of a log part is not valid JSON."""
-
-
-@dataclass(frozen=True)
-class PartScan:
-    rows: list[dict[str, Any]]
-    good_bytes: int  # length of the file up to the end of its last complete line
-    torn: bool  # whether the file ends in a partial line
-
-
-def tail_state(path: Path) -> tuple[int, bool]:
-    """(bytes up to the end of the last complete line, whether a torn line follows), reading only the tail."""
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        end = size
-        while end > 0:
-            start = max(0, end - 65536)
-            f.seek(start)
-            chunk = f.read(end - start)
-            cut = chunk.rfind(b"\n")
-            if cut >= 0:
-                good = start + cut + 1
-                return good, good < size
-            end = start
-    return 0, size > 0
-
-
-def iter_part(path: Path) -> Iterator[dict[str, Any]]:
-    """The complete rows of one part, streamed; a last line without its newline (a torn write) is left out."""
-    with open(path, "rb") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.endswith(b"\n"):
-                return  # torn last line
-            if not line.strip():
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError as e:
-                raise LogCorrupt(
-                    f"{path}, line {number}: not valid JSON ({e.msg}); only a torn last line is expected after a crash. "
-                    f"Move the file aside (and rerun to re-ask its questions) or repair the line."
-                ) from None
-
-
-def scan_part(path: Path) -> PartScan:
-    """All complete rows of one part, and where its torn tail (if any) starts."""
-    good, torn = tail_state(path)
-    return PartScan(list(iter_part(path)), good, torn)
+from vignette_bench.formats.jsonl import tail_state
 
 
 class ShardBusy(VignetteError, RuntimeError):
