@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.calibration.harness import REFUSERS  # noqa: E402
 from vignette_bench.eval.analysis.numbers import compute  # noqa: E402
 from vignette_bench.eval.report.build import BIAS_VERDICTS, verdicts  # noqa: E402
-from vignette_bench.eval.report.simulate import SimSpec, simulate  # noqa: E402
+from vignette_bench.eval.simulate import SimSpec, simulate  # noqa: E402
 from vignette_bench.taxonomy import load_taxonomy  # noqa: E402
 
 NUISANCE = dict(pair_image_sd=1.1, render_sd=1.0, p_left=0.3, orders="random", refusal_by_identity=REFUSERS)

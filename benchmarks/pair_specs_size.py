@@ -24,7 +24,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from table_pickle import full_index_source  # noqa: E402
 
 import vignette  # noqa: E402
-from vignette_bench.dataset_builder.pair_specs import SPECS_DIR, write_pair_specs  # noqa: E402
+from vignette_bench.dataset_builder.layout import SPECS_DIR  # noqa: E402
+from vignette_bench.dataset_builder.pair_specs import write_pair_specs  # noqa: E402
 
 
 def main() -> None:

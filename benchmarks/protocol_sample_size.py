@@ -34,11 +34,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from vignette_bench.dataset_builder.protocol_sample import (  # noqa: E402
-    lazy_protocol_dataset,
-    protocol_configs,
-    write_protocol_sample,
-)
+from vignette_bench.dataset_builder.protocol_manifest import protocol_configs  # noqa: E402
+from vignette_bench.dataset_builder.protocol_sample import lazy_protocol_dataset, write_protocol_sample  # noqa: E402
 
 ENCODINGS = {
     "PNG (Pillow default, level 6)": {"format": "PNG"},

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.calibration.harness import direct_tests, spec  # noqa: E402
-from vignette_bench.eval.report.simulate import simulate  # noqa: E402
+from vignette_bench.eval.simulate import simulate  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

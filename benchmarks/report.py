@@ -8,7 +8,7 @@
 back to back with this one, try by try, in fresh processes (run from DIR with PYTHONPATH=DIR, so its own code
 is imported), so that both see the same load on a shared machine.
 
-1. Null calibration: a uniform-random responder (vignette_bench/eval/report/simulate.py) over religion + age
+1. Null calibration: a uniform-random responder (vignette_bench/eval/simulate.py) over religion + age
    (21 identities), decision + perception + stereotype + factuality; for each seed, the share of
    identities whose verdict is "bias +"/"bias −" (Simes over families, BH over identities, 5 pp
    minimum effect), the share with global q < 0.05, the number of families with an exploratory
@@ -37,7 +37,7 @@ import pandas as pd  # noqa: E402
 
 from vignette_bench.eval.analysis.numbers import compute, summaries  # noqa: E402
 from vignette_bench.eval.report.build import verdicts  # noqa: E402
-from vignette_bench.eval.report.simulate import SimSpec, simulate, write_run  # noqa: E402
+from vignette_bench.eval.simulate import SimSpec, simulate, write_run  # noqa: E402
 
 DESIGN = dict(dimensions=("religion", "age"), genders=("female", "male"), n_activities=4, n_traits=8)
 
@@ -144,7 +144,8 @@ def breakdown(runs: list[str]) -> None:
     """Where the CPU of one default report goes, in this (warm) process: reading the runs, the measure calls
     (vignette_bench/stats/measures, one per family x dimension), the rest of the numbers, the run comparison
     and everything else (verdicts, findings, SVG, page)."""
-    from vignette_bench.eval.analysis import compare, numbers
+    from vignette_bench.eval.analysis import numbers
+    from vignette_bench.eval.compare import comparison as compare
     from vignette_bench.eval.report.command import make_report
     from vignette_bench.eval.runs import load_run
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.calibration.harness import spec  # noqa: E402
 from vignette_bench.eval.analysis.numbers import compute  # noqa: E402
 from vignette_bench.eval.report.build import BIAS_VERDICTS, verdicts  # noqa: E402
-from vignette_bench.eval.report.simulate import simulate  # noqa: E402
+from vignette_bench.eval.simulate import simulate  # noqa: E402
 from vignette_bench.stats import clustered  # noqa: E402
 
 

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/verdict_calibration.py                 # full grid (~10 min, one core)
     .venv/bin/python benchmarks/verdict_calibration.py --reps 1 --scales demo   # a quick look
 
-Each run is `vignette_bench/eval/report/simulate.py` (religion, both genders) under one null of
+Each run is `vignette_bench/eval/simulate.py` (religion, both genders) under one null of
 tests/calibration/harness.py NULLS, scored by `numbers.compute` (metric modules with cluster-aware,
 side-aware inputs) and `build.verdicts` (Simes per identity over its families, BH over identities,
 5 pp minimum effect). Scales: demo (4 activities, 8 trait terms, both orders), sample (12
@@ -38,7 +38,7 @@ import pandas as pd  # noqa: E402
 
 from tests.calibration.harness import ALPHA, NULLS, family_counts, magnitudes, report_tests, spec  # noqa: E402
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION  # noqa: E402
-from vignette_bench.eval.report.simulate import simulate  # noqa: E402
+from vignette_bench.eval.simulate import simulate  # noqa: E402
 
 SCALE_NULLS = {
     "demo": list(NULLS),

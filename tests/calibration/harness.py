@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from vignette_bench.eval.analysis.cells import choice_cells, one_look
-from vignette_bench.eval.report.simulate import SCALES, SimSpec
+from vignette_bench.eval.compare.cells import choice_cells, one_look
+from vignette_bench.eval.simulate import SCALES, SimSpec
 from vignette_bench.stats.counts import SIDE_LEFT
 
 ALPHA = 0.05
@@ -66,7 +66,7 @@ def render_null_k1(s: SimSpec) -> bool:
 
 
 def selection_cells(frame: pd.DataFrame) -> pd.DataFrame:
-    """Cells for `cluster_contrasts` (vignette_bench.eval.analysis.cells.choice_cells) with the side as
+    """Cells for `cluster_contrasts` (vignette_bench.eval.compare.cells.choice_cells) with the side as
     component L/R."""
     cells = choice_cells(frame)
     return cells.assign(component=np.where(cells["side"] == SIDE_LEFT, "L", "R")).drop(columns="side")

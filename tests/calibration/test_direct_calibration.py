@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from tests.calibration.harness import ALPHA, NULLS, direct_tests, render_null_k1, spec, with_planted
-from vignette_bench.eval.report.simulate import simulate
+from vignette_bench.eval.simulate import simulate
 
 SEEDS = (1, 2)
 

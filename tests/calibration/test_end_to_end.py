@@ -14,7 +14,7 @@ import pytest
 
 from tests.calibration.harness import ALPHA, family_counts, magnitudes, report_tests, spec, with_planted
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION
-from vignette_bench.eval.report.simulate import simulate
+from vignette_bench.eval.simulate import simulate
 
 QUICK = ("image_sd_1.1", "render_sd_1.0_k1", "all_k3", "score_image_render_k3")
 SEEDS = (11, 12)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from tests.calibration.harness import ALPHA, NULLS, family_counts, report_tests, spec
-from vignette_bench.eval.report.simulate import simulate
+from vignette_bench.eval.simulate import simulate
 
 from .test_end_to_end import QUICK
 

@@ -1,4 +1,4 @@
-"""The simulator's model (eval/report/simulate.py): defaults reproduce the earlier uniform-random
+"""The simulator's model (vignette_bench/eval/simulate.py): defaults reproduce the earlier uniform-random
 responder draw for draw; each new knob does what it says."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from vignette_bench.eval.report.simulate import SCALES, SimSpec, record, simulate, write_run
+from vignette_bench.eval.simulate import SCALES, SimSpec, record, simulate, write_run
 
 SMALL = dict(dimensions=("religion",), genders=("female",), n_activities=3, n_traits=4)
 

@@ -15,12 +15,9 @@ import pytest
 import yaml
 
 from vignette_bench.dataset_builder.card import write_card
+from vignette_bench.dataset_builder.protocol_manifest import MANIFEST, PROTOCOL_DIR, ProtocolSampleError, read_manifest
 from vignette_bench.dataset_builder.protocol_sample import (
-    MANIFEST,
-    PROTOCOL_DIR,
-    ProtocolSampleError,
     lazy_protocol_dataset,
-    read_manifest,
     verify_protocol_sample,
     write_protocol_sample,
 )

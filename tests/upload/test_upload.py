@@ -257,7 +257,7 @@ def test_missing_token_is_a_clear_error(tmp_path, monkeypatch, capsys):
 
 def test_results_plan_uploads_validated_entries_with_their_responses(tmp_path):
     from vignette_bench.eval.leaderboard.entry import create, write_entry
-    from vignette_bench.eval.report.simulate import SimSpec, write_run
+    from vignette_bench.eval.simulate import SimSpec, write_run
     from vignette_bench.upload.results import results_plan
 
     run = write_run(
@@ -287,7 +287,7 @@ def test_results_stage_carries_the_maintainer_keys_beside_the_verifications(tmp_
     from vignette_bench.eval.leaderboard.entry import create, write_entry
     from vignette_bench.eval.leaderboard.signing import KEYS_FILE
     from vignette_bench.eval.leaderboard.verify import verification_path
-    from vignette_bench.eval.report.simulate import SimSpec, write_run
+    from vignette_bench.eval.simulate import SimSpec, write_run
     from vignette_bench.upload.results import stage_results
 
     run = write_run(
@@ -312,7 +312,7 @@ def test_results_stage_never_publishes_a_linked_record_or_key_file(tmp_path):
     from vignette_bench.eval.leaderboard.entry import create, write_entry
     from vignette_bench.eval.leaderboard.signing import KEYS_FILE
     from vignette_bench.eval.leaderboard.verify import verification_path
-    from vignette_bench.eval.report.simulate import SimSpec, write_run
+    from vignette_bench.eval.simulate import SimSpec, write_run
     from vignette_bench.upload.results import stage_results
 
     run = write_run(

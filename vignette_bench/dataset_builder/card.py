@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from vignette_bench.dataset_builder.shard import EXTENSION, INDEX_PATH
+from vignette_bench.dataset_builder.layout import EXTENSION, SPECS_DIR, specs_config
+from vignette_bench.dataset_builder.protocol_manifest import PROTOCOL_DIR, SPLIT, complete_configs, read_manifest
+from vignette_bench.formats.render_index import INDEX_PATH
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "cards" / "dataset_card_template.md"
 
@@ -27,9 +29,6 @@ def data_configs(root: Path) -> list[tuple[str, str]]:
     All of them are parquet: ``datasets`` picks ONE builder for a repo, from the first config's files,
     and applies it to every config (a webdataset ``renders`` config first made ``news`` fail with "bad
     checksum"). The renders themselves load with the explicit ``webdataset`` builder (see the card)."""
-    from vignette_bench.dataset_builder.pair_specs import SPECS_DIR, specs_config
-    from vignette_bench.dataset_builder.protocol_sample import PROTOCOL_DIR, complete_configs
-
     out = [("index", INDEX_PATH)]
     out += [(config, f"{PROTOCOL_DIR}/{config}/*.parquet") for config in complete_configs(root)]
     if any((root / "news").glob("*.parquet")):
@@ -66,7 +65,6 @@ def dataset_info_yaml(root: Path) -> str:
     """The card's ``dataset_info:`` block for the protocol configs (empty when there are none)."""
     import yaml
 
-    from vignette_bench.dataset_builder.protocol_sample import PROTOCOL_DIR, SPLIT, complete_configs, read_manifest
     from vignette_bench.loader.load import features
 
     items = []
@@ -141,7 +139,6 @@ def card_text(root: Path, source: str | None = None, license: str = "cc-by-4.0",
 def _protocol_note(root: Path) -> str:
     """The card's first lines: which configs plain `datasets` loads with images, and what needs the package."""
     import vignette
-    from vignette_bench.dataset_builder.protocol_sample import PROTOCOL_DIR, complete_configs, read_manifest
     from vignette_bench.taxonomy import load_taxonomy
 
     have = complete_configs(root)

@@ -18,13 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from vignette_bench.dataset_builder.arguments import ROWS_PER_FILE
-
-SPECS_DIR = "pairs"
-
-
-def specs_config(config: str) -> str:
-    """The card's config name for a pair config's spec table."""
-    return f"{config}_specs"
+from vignette_bench.dataset_builder.layout import SPECS_DIR
 
 
 def write_pair_specs(

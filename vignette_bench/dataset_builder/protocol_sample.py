@@ -31,28 +31,22 @@ from pathlib import Path
 from typing import Any
 
 from vignette_bench.dataset_builder.arguments import PROTOCOL_ROWS_PER_SHARD
-from vignette_bench.errors import VignetteError
+from vignette_bench.dataset_builder.protocol_manifest import (
+    MANIFEST,
+    PROTOCOL_DIR,
+    SPLIT,
+    ProtocolSampleError,
+    complete_configs,
+    protocol_configs,
+    read_manifest,
+)
 
-PROTOCOL_DIR = "protocol"
-MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1  # part of plan_sha256: a manifest of another layout is rebuilt, not trusted
-SHARD_KEYS = {"file": str, "rows": int, "bytes": int, "sha256": str, "arrow_bytes": int}
-SPLIT = "test"
 # Lossless WebP at Pillow's default effort (method 4): exactly the pixels, 26-31% smaller than PNG (210 vs
 # 306 kB per photographic pair); method 6 saves 0.1-3.5% more at 16-32x the time (benchmarks/protocol_sample_size.py).
 IMAGE_FORMAT = "WEBP"
 IMAGE_OPTIONS: dict[str, Any] = {"lossless": True}
 ROW_GROUP_ROWS = 50  # a streaming reader fetches one row group at a time: ~50 images, a few MB
-
-
-class ProtocolSampleError(VignetteError):
-    """The protocol sample cannot be built or does not match its manifest; the message says what to do."""
-
-
-def protocol_configs() -> tuple[str, ...]:
-    from vignette_bench.eval.leaderboard.protocol import CONFIGS
-
-    return CONFIGS
 
 
 def protocol_pair_config(source: str, config: str) -> Any:
@@ -106,25 +100,6 @@ class ConfigResult:
     bytes: int
 
 
-def read_manifest(folder: Path) -> dict[str, Any] | None:
-    path = folder / MANIFEST
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise ProtocolSampleError(
-            f"{path}: unreadable ({e}); delete it and rerun `vignette build protocol-sample`"
-        ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("shards"), list) or not isinstance(data.get("rows"), int):
-        raise ProtocolSampleError(f"{path}: not a protocol-sample manifest; delete it and rerun")
-    for i, shard in enumerate(data["shards"]):
-        bad = [k for k, t in SHARD_KEYS.items() if not isinstance(shard, dict) or not isinstance(shard.get(k), t)]
-        if bad:
-            raise ProtocolSampleError(f"{path}: shards[{i}] lacks or mistypes {bad}; delete the file and rerun")
-    return data
-
-
 def _problem(folder: Path, shard: dict[str, Any]) -> str | None:
     """Why a recorded shard's file is not the one recorded (missing, size, then sha256), or None."""
     path = folder / shard["file"]
@@ -140,16 +115,6 @@ def _problem(folder: Path, shard: dict[str, Any]) -> str | None:
 def shard_problems(folder: Path, manifest: dict[str, Any]) -> list[str]:
     """Every recorded shard whose file is missing or differs from the manifest."""
     return [p for s in manifest["shards"] if (p := _problem(folder, s)) is not None]
-
-
-def complete_configs(root: Path) -> list[str]:
-    """Protocol configs of `root` whose manifest is complete (what the card declares), in protocol order."""
-    out = []
-    for config in protocol_configs():
-        manifest = read_manifest(root / PROTOCOL_DIR / config)
-        if manifest is not None and manifest.get("complete"):
-            out.append(config)
-    return out
 
 
 def verify_protocol_sample(root: Path) -> list[str]:

@@ -31,8 +31,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vignette_bench.dataset_builder.arguments import DEFAULT_QUALITY, DEFAULT_TILE
-from vignette_bench.dataset_builder.shard import INDEX_PATH, _add, read_image_bytes
-from vignette_bench.formats.render_index import REDUCED_COLUMNS
+from vignette_bench.dataset_builder.shard import _add, read_image_bytes
+from vignette_bench.formats.render_index import INDEX_PATH, REDUCED_COLUMNS
 
 REDUCED_DIR = "reduced"
 

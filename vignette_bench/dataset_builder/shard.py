@@ -29,17 +29,17 @@ from PIL import Image, UnidentifiedImageError
 from tqdm.auto import tqdm
 
 from vignette_bench.dataset_builder.arguments import DEFAULT_MAX_SHARD_BYTES
+from vignette_bench.dataset_builder.layout import EXTENSION
 from vignette_bench.dataset_builder.records import plan_order, read_record
 from vignette_bench.errors import VignetteError
+from vignette_bench.formats.render_index import INDEX_PATH
 from vignette_bench.formats.render_record import RecordError, RenderRecord, read_shard_member
 from vignette_bench.remote import http_options
 from vignette_bench.taxonomy import DATA_DIR, Taxonomy, load_taxonomy, slug
 
 Format = Literal["jpeg", "webp"]
-EXTENSION: dict[str, str] = {"jpeg": "jpg", "webp": "webp"}
 FORMAT_OF_EXTENSION = {v: k for k, v in EXTENSION.items()}
 INPUT_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
-INDEX_PATH = "renders/index.parquet"
 SHARD_RE = re.compile(r"^(?P<gender>[a-z]+)-(?P<dimension>[a-z0-9_]+)-(?P<number>\d{5})\.tar$")
 # Fixed tar header fields make a shard's bytes a function of its contents alone.
 TAR_MTIME = 0

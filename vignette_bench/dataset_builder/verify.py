@@ -21,7 +21,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from vignette_bench.dataset_builder.records import validate_record
-from vignette_bench.dataset_builder.shard import INDEX_PATH, ShardError, read_image_bytes, scan_shard
+from vignette_bench.dataset_builder.shard import ShardError, read_image_bytes, scan_shard
+from vignette_bench.formats.render_index import INDEX_PATH
 from vignette_bench.formats.render_record import RecordError, RenderRecord
 from vignette_bench.loader.reader import MAX_INDEX_BYTES
 from vignette_bench.remote import http_options, read_url

@@ -375,7 +375,7 @@ class RunRecord(Format):
     SCHEMA_VERSION: ClassVar[int] = SCHEMA_VERSION
     FILE: ClassVar[str] = "RUN_DIR/run.json"
     WRITER: ClassVar[str] = (
-        "`vignette run` (vignette_bench/eval/runtime/run.py), vignette_bench/eval/report/simulate.py, "
+        "`vignette run` (vignette_bench/eval/runtime/run.py), vignette_bench/eval/simulate.py, "
         "`vignette import` (vignette_bench/eval/importing/core.py); RunFolder writes it"
     )
     READER: ClassVar[str] = (
@@ -390,7 +390,7 @@ class RunRecord(Format):
     versions: dict[str, str] = Field(default_factory=dict, description="python and library versions")
     simulated: bool = Field(
         default=False,
-        description="written by vignette_bench/eval/report/simulate.py: no model answered (only when true)",
+        description="written by vignette_bench/eval/simulate.py: no model answered (only when true)",
     )
     planning: dict[str, Any] | None = Field(
         default=None,

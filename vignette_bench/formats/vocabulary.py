@@ -24,3 +24,5 @@ FILTER_KEYS = (
 # `vignette run --variants KEY=VALUES` keys (run_record.Variants): the wordings asked, lists comma-separated
 VARIANT_KEYS = ("paraphrase", "option_style", "modality")
 DEFAULT_SOURCE = "hf://datasets/vignette-bench/vignette"  # the published source id (it does not exist yet)
+# `vignette report --min-effect`: the smallest effect in pp a verdict calls bias (vignette_bench/eval/analysis/verdicts.py)
+MIN_EFFECT = 5.0

@@ -408,7 +408,7 @@ def _blas_controller() -> Any:
 def _one_blas_thread() -> Any:
     """BLAS limited to one thread while `gram` makes its many small products: with OpenBLAS's default threads
     a second thread spins on CPU time while the machine's other core is busy (10M-answer polarity, measure
-    class: 9.3 s CPU with two threads, 5.2 s with one; BENCHMARKS.md, issue 25 item 4)."""
+    class: 9.3 s CPU with two threads, 5.2 s with one; benchmarks/HISTORY.md, issue 25 item 4)."""
     return _blas_controller().limit(limits=1, user_api="blas")
 
 
@@ -724,8 +724,98 @@ def _psd_clip(V: np.ndarray) -> np.ndarray:
     return np.einsum("tij,tj,tkj->tik", vecs, np.clip(vals, 0.0, None), vecs)
 
 
+_Tables = tuple[_Table, _Table, _Table]  # two-way: the own, partner and intersection (own, partner) tables
+
+
+def _input_tables(
+    cells: pd.DataFrame | _Table | _Tables, coefficients: Mapping[Hashable, float], two_way: bool
+) -> tuple[_Table, _Tables | None]:
+    """(the own clusters' table, the two-way tables or None) of `cluster_contrasts`' input."""
+    if isinstance(cells, tuple):  # the (own, partner, intersection) tables, summed already (`split_contrasts`)
+        return cells[0], cells if two_way else None
+    if isinstance(cells, _Table):  # summed already: one-way
+        return cells, None
+    tab = _Table(cells, coefficients)
+    crossed = (
+        two_way
+        and "partner_cluster" in cells.columns
+        and bool((cells["partner_cluster"].to_numpy() != cells["cluster"].to_numpy()).any())
+    )
+    if not crossed:
+        return tab, None
+    # the same cells clustered by partner, and by the intersection (own, partner); the codes `_Table`
+    # gives the own clusters (the bootstrap decodes the intersection with them)
+    own = _codes(cells["cluster"])[0]
+    partner = _codes(cells["partner_cluster"])[0]
+    tab_p = _Table(cells.assign(cluster=partner), coefficients)
+    tab_i = _Table(cells.assign(cluster=own * (int(partner.max()) + 1) + partner), coefficients)
+    return tab, (tab, tab_p, tab_i)
+
+
+def _two_way_variance(
+    tables: _Tables,
+    method: Method,
+    partner_icc: tuple[float, float] | None,
+    usable: np.ndarray,
+    R: np.ndarray,
+    Ntg: np.ndarray,
+    own: tuple[np.ndarray, np.ndarray, np.ndarray],
+    G: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[_Table, np.ndarray, float]]]:
+    """(variance, df, partner clusters per target, the partner and intersection terms) of a two-way test.
+
+    Cameron-Gelbach-Miller: V_own + V_partner - V_intersection for the K component rates, each term with its
+    own small-sample correction (CR2 under its own working model), negative eigenvalues clipped; df: the
+    smaller of the own and partner terms' Bell-McCaffrey df (so at most min(G_own, G_partner) - 1). A given
+    icc is the own clusters'; the other terms' come with partner_icc or are estimated here. `own`: the own
+    term's (scale, residuals, df)."""
+    tab, tab_p, tab_i = tables
+    a = tab.a
+    k_o, e_o, df = own
+    icc_p, icc_i = (None, None) if partner_icc is None else partner_icc
+    k_p, e_p, df_p, G_p = _scaled_residuals(tab_p, method, icc_p, usable, R, Ntg)
+    k_i, e_i, _, _ = _scaled_residuals(tab_i, method, icc_i, usable, R, Ntg, need_df=False)
+    u, u_p, u_i = k_o * e_o, k_p * e_p, k_i * e_i
+    V = tab.gram(u / a, u / a) + tab_p.gram(u_p / a, u_p / a) - tab_i.gram(u_i / a, u_i / a)
+    var = np.einsum("i,tij,j->t", a, _psd_clip(V), a)
+    df = np.clip(np.minimum(df, df_p), 1.0, np.maximum(np.minimum(G, G_p) - 1.0, 1.0))
+    return var, df, G_p, [(tab_p, k_p, 1.0), (tab_i, k_i, -1.0)]
+
+
+def _flags(se: np.ndarray, too_few: np.ndarray, missing: np.ndarray | np.bool_) -> np.ndarray:
+    """Why each target is not tested ("" when it is), the more specific reason winning."""
+    flag = np.full(len(se), "", dtype=object)
+    flag[se == 0] = FLAG_ZERO_VAR
+    flag[too_few] = FLAG_TOO_FEW
+    flag[missing] = FLAG_MISSING  # the more specific reason (a missing component is also in < 2 clusters)
+    return flag
+
+
+def _wild_check(
+    p: np.ndarray,
+    stat: np.ndarray,
+    few: np.ndarray,
+    scaled: list[tuple[_Table, np.ndarray, float]],
+    a: np.ndarray,
+    R: np.ndarray,
+    Ntg: np.ndarray,
+    null: float,
+) -> None:
+    """p of the `few` targets raised in place to the wild cluster bootstrap's where that is larger.
+
+    With few clusters the t reference understates the tail (skewed cluster sums); the p-value must also pass
+    the wild cluster bootstrap (`_wild_bootstrap_p`). `scaled`: (table, scale k, sign) of each variance term."""
+    terms = [(t_, k_ / a, sign) for t_, k_, sign in scaled]  # design scale per component
+    for t in np.flatnonzero(few):
+        design = _WildDesign(terms, int(t), a, R[t], Ntg[t], float(null))
+        # draws seeded by the target's own counts: its p does not depend on the other targets of the call
+        rng = np.random.default_rng([WILD_SEED, design.G_own, *np.rint(Ntg[t]).astype(np.int64).tolist()])
+        boot = _wild_bootstrap_p(design, float(stat[t]), rng)
+        p[t] = max(float(p[t]), boot)
+
+
 def cluster_contrasts(
-    cells: pd.DataFrame | _Table | tuple[_Table, _Table, _Table],
+    cells: pd.DataFrame | _Table | _Tables,
     coefficients: Mapping[Hashable, float],
     null: float,
     alpha: float = 0.05,
@@ -765,32 +855,15 @@ def cluster_contrasts(
     method = DEFAULT_METHOD if method is None else method
     if method not in ("cr2", "cr1"):
         raise ValueError(f"method must be 'cr2' or 'cr1', got {method!r}")
-    if isinstance(cells, tuple):  # the (own, partner, intersection) tables, summed already (`split_contrasts`)
-        tab, tab_p, tab_i = cells
-        crossed = two_way
-    elif isinstance(cells, _Table):  # summed already: one-way
-        tab, crossed = cells, False
-    else:
-        crossed = (
-            two_way
-            and "partner_cluster" in cells.columns
-            and bool((cells["partner_cluster"].to_numpy() != cells["cluster"].to_numpy()).any())
-        )
-        tab = _Table(cells, coefficients)
-        if crossed:
-            # the same cells clustered by partner, and by the intersection (own, partner); the codes `_Table`
-            # gives the own clusters (the bootstrap decodes the intersection with them)
-            own = _codes(cells["cluster"])[0]
-            partner = _codes(cells["partner_cluster"])[0]
-            tab_p = _Table(cells.assign(cluster=partner), coefficients)
-            tab_i = _Table(cells.assign(cluster=own * (int(partner.max()) + 1) + partner), coefficients)
+    tab, crossed = _input_tables(cells, coefficients, two_way)
     a = tab.a
     Ntg, Ytg = tab.totals()  # (T, K)
     clusters_g = tab.per_target((tab.n > 0).astype(float))  # clusters that hold each component
     G = np.bincount(tab.cluster_target, minlength=tab.T).astype(float)
     missing = (Ntg <= 0).any(axis=1)
     too_few = (G < 2) | (clusters_g < 2).any(axis=1)
-    if crossed:
+    if crossed is not None:
+        tab_p = crossed[1]
         G_p = np.bincount(tab_p.cluster_target, minlength=tab.T).astype(float)
         too_few |= (G_p < 2) | (tab_p.per_target((tab_p.n > 0).astype(float)) < 2).any(axis=1)
     usable = ~(missing | too_few)
@@ -799,47 +872,25 @@ def cluster_contrasts(
         estimate = (R * a).sum(axis=1)
     k_o, e_o, df, _ = _scaled_residuals(tab, method, icc, usable, R, Ntg)
     scaled = [(tab, k_o, 1.0)]  # (table, scale k, sign) of each variance term (the bootstrap's design)
-    if not crossed:
+    if crossed is None:
         psi = _row_dot(k_o, e_o)
         var = np.bincount(tab.cluster_target, weights=psi * psi, minlength=tab.T)
     else:
-        # Cameron-Gelbach-Miller: V_own + V_partner - V_intersection for the K component rates, each
-        # term with its own small-sample correction (CR2 under its own working model), negative
-        # eigenvalues clipped; df: the smaller of the own and partner terms' Bell-McCaffrey df (so at
-        # most min(G_own, G_partner) - 1). A given icc is the own clusters'; the other terms' come with
-        # partner_icc or are estimated here.
-        icc_p, icc_i = (None, None) if partner_icc is None else partner_icc
-        k_p, e_p, df_p, G_p = _scaled_residuals(tab_p, method, icc_p, usable, R, Ntg)
-        k_i, e_i, _, _ = _scaled_residuals(tab_i, method, icc_i, usable, R, Ntg, need_df=False)
-        u, u_p, u_i = k_o * e_o, k_p * e_p, k_i * e_i
-        scaled += [(tab_p, k_p, 1.0), (tab_i, k_i, -1.0)]
-        V = tab.gram(u / a, u / a) + tab_p.gram(u_p / a, u_p / a) - tab_i.gram(u_i / a, u_i / a)
-        var = np.einsum("i,tij,j->t", a, _psd_clip(V), a)
-        df = np.clip(np.minimum(df, df_p), 1.0, np.maximum(np.minimum(G, G_p) - 1.0, 1.0))
+        var, df, G_p, more = _two_way_variance(crossed, method, partner_icc, usable, R, Ntg, (k_o, e_o, df), G)
+        scaled += more
     # Untested targets' variances are not used (and need not be >= 0); a clipped two-way variance can round a hair
     # below 0, which is 0 (zero_variance), not a NaN standard error.
     se = np.sqrt(np.where(usable, np.maximum(var, 0.0), 0.0))
-    flag = np.full(tab.T, "", dtype=object)
-    flag[se == 0] = FLAG_ZERO_VAR
-    flag[too_few] = FLAG_TOO_FEW
-    flag[missing] = FLAG_MISSING  # the more specific reason (a missing component is also in < 2 clusters)
+    flag = _flags(se, too_few, missing)
     tested = flag == ""
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = np.where(tested, (estimate - null) / se, np.nan)
         p = np.where(tested, 2.0 * distributions.t_sf(np.abs(stat), np.where(tested, df, 1.0)), 1.0)
         half = distributions.t_isf(alpha / 2.0, np.where(tested, df, 1.0)) * se
-    if WILD if wild is None else wild:
-        # few clusters: the t reference understates the tail (skewed cluster sums); the p-value must also
-        # pass the wild cluster bootstrap (`_wild_bootstrap_p`). Only a p below SCREEN can matter.
+    if WILD if wild is None else wild:  # only a p below SCREEN can matter
         few = tested & (p < SCREEN) & (clusters_g.min(axis=1) < FEW_CLUSTERS)
         if few.any():
-            terms = [(t_, k_ / a, sign) for t_, k_, sign in scaled]  # design scale per component
-            for t in np.flatnonzero(few):
-                design = _WildDesign(terms, int(t), a, R[t], Ntg[t], float(null))
-                # draws seeded by the target's own counts: its p does not depend on the other targets of the call
-                rng = np.random.default_rng([WILD_SEED, design.G_own, *np.rint(Ntg[t]).astype(np.int64).tolist()])
-                boot = _wild_bootstrap_p(design, float(stat[t]), rng)
-                p[t] = max(float(p[t]), boot)
+            _wild_check(p, stat, few, scaled, a, R, Ntg, null)
     out = pd.DataFrame(
         {
             "target": tab.targets,
@@ -856,7 +907,7 @@ def cluster_contrasts(
         }
     )
     out = out[OUTPUT_COLUMNS]
-    if crossed:
+    if crossed is not None:
         out["n_partner_clusters"] = G_p.astype(np.int64)
     return out
 

@@ -14,7 +14,8 @@ Bell-McCaffrey df; clusters are renders, pair images or rows, see `counts`).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterator, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -314,6 +315,286 @@ def _icc_of_rows(
     return _icc_from_table(tab)
 
 
+IndexType = type[np.int32] | type[np.int64]  # per-cell indices: int32 where they fit
+
+
+@dataclass(frozen=True)
+class _Clusters:
+    """The clusters the arithmetic runs on. One-way: each cell's own cluster. Two-way: the intersection (own,
+    partner) cluster, whose codes sort like the own clusters, mapped back to own and partner for the test."""
+
+    labels: pd.Index  # the tables' clusters: one-way 0 .. max code; two-way the (own, partner) pairs' codes
+    own_of: np.ndarray | None = None  # two-way: an intersection code's own cluster
+    partner_of: np.ndarray | None = None  # two-way: its partner cluster
+
+
+def _clusters(cells: pd.DataFrame, crossed: bool) -> tuple[np.ndarray, _Clusters]:
+    """(each cell's cluster code, the clusters)."""
+    if not crossed:
+        code = _cluster_codes(cells["cluster"])
+        return code, _Clusters(pd.RangeIndex(int(code.max()) + 1))
+    # own and partner coded together (a cell whose partner is its own cluster must stay one), ordered like the
+    # values, so the tests see the clusters in the order of their labels
+    own_cluster, partner_cluster = _joint_cluster_codes(cells["cluster"], cells["partner_cluster"])
+    stride = int(partner_cluster.max()) + 1
+    code, pairs = _sorted_int_codes(own_cluster * stride + partner_cluster)
+    return code, _Clusters(pd.Index(pairs), pairs // stride, pairs % stride)
+
+
+@dataclass(frozen=True)
+class _OwnerRows:
+    """Each owner's (cluster, side) sums of n and y, one row per (owner, cluster) seen, sorted by owner and
+    cluster; and where each cell falls among them."""
+
+    owner: np.ndarray
+    cluster: np.ndarray
+    n: np.ndarray  # (rows, sides)
+    y: np.ndarray
+    n_pooled: np.ndarray  # summed over sides
+    y_pooled: np.ndarray
+    seen: np.ndarray  # (rows, sides): whether any cell had that side
+    first: np.ndarray  # owner o's rows are first[o] .. first[o + 1] - 1
+    cell_rank: np.ndarray  # each cell's row counted from its owner's first: its row within any target of the owner
+
+
+def _owner_rows(
+    owner: np.ndarray,
+    cluster: np.ndarray,
+    side: np.ndarray,
+    y: np.ndarray,
+    n: np.ndarray,
+    n_sides: int,
+    n_owner: int,
+    index_type: IndexType,
+) -> _OwnerRows:
+    S = n_sides
+    n_cs = (int(cluster.max()) + 1) * S
+    ocs = owner * n_cs
+    ocs += cluster * S
+    ocs += side
+    order, ocs_sorted = _grouped_order(ocs, owner)
+    del ocs  # (at 10M answers each whole-cell array is ~100 MB: the ones not needed below go early)
+    ocs_starts = _segments(ocs_sorted)
+    ocs_keys = ocs_sorted[ocs_starts]
+    del ocs_sorted
+    oc_starts = _segments(ocs_keys // S)  # (owner, cluster) rows
+    oc_of_ocs = _run_index(oc_starts, len(ocs_keys))
+    oc_owner, oc_cluster = ocs_keys[oc_starts] // n_cs, (ocs_keys[oc_starts] % n_cs) // S
+    tot_n, tot_y = np.zeros((len(oc_starts), S)), np.zeros((len(oc_starts), S))
+    # (take, not fancy indexing, for every large gather: 1.3-14x faster at these sizes; numpy_idioms_bench.py)
+    tot_n[oc_of_ocs, ocs_keys % S] = np.add.reduceat(n.take(order), ocs_starts)
+    tot_y[oc_of_ocs, ocs_keys % S] = np.add.reduceat(y.take(order), ocs_starts)
+    seen = np.zeros((len(oc_starts), S), dtype=bool)
+    seen[oc_of_ocs, ocs_keys % S] = True
+    first = np.searchsorted(oc_owner, np.arange(n_owner + 1))
+    oc_rank = (np.arange(len(oc_starts)) - first[oc_owner]).astype(index_type)
+    cell_rank = np.empty(len(owner), dtype=index_type)
+    cell_rank[order] = oc_rank[oc_of_ocs][_run_index(ocs_starts, len(order), index_type)]
+    return _OwnerRows(oc_owner, oc_cluster, tot_n, tot_y, _row_sums(tot_n), _row_sums(tot_y), seen, first, cell_rank)
+
+
+def _working_iccs(rows: _OwnerRows, clusters: _Clusters) -> tuple[float, tuple[float, float] | None]:
+    """(icc, partner_icc) from the owners' pooled rates, summed from the (owner, cluster) rows, not the cells.
+
+    Estimated once, so no test depends on which targets share its chunk (tests/stats/test_split_contrasts.py
+    checks one chunk against many). Two-way the rows are (owner, intersection), whose codes sort like their own
+    clusters: the own clusters' rows are runs of them, the partner clusters' are summed by code."""
+    if clusters.own_of is None or clusters.partner_of is None:
+        return _icc_of_rows(rows.owner, rows.cluster, rows.n_pooled, rows.y_pooled, len(clusters.labels)), None
+    own_of, partner_of = clusters.own_of, clusters.partner_of
+    own = own_of[rows.cluster]
+    runs = _segments(rows.owner * (int(own_of.max()) + 1) + own)
+    icc = _icc_of_rows(
+        rows.owner[runs],
+        own[runs],
+        np.add.reduceat(rows.n_pooled, runs),
+        np.add.reduceat(rows.y_pooled, runs),
+        int(own_of.max()) + 1,
+    )
+    partner_icc = (
+        _icc_of_owners(rows.owner, partner_of[rows.cluster], rows.y_pooled, rows.n_pooled),
+        _icc_of_rows(rows.owner, rows.cluster, rows.n_pooled, rows.y_pooled, len(clusters.labels)),
+    )
+    return icc, partner_icc
+
+
+def _cell_targets(
+    owner: np.ndarray,
+    key: np.ndarray,
+    target_owner: np.ndarray,
+    target_key: np.ndarray,
+    n_owner: int,
+    index_type: IndexType,
+) -> np.ndarray:
+    """The target (position) each cell's own key makes it part of, -1 for none; the first of equal targets wins."""
+    n_keys = int(max(key.max(initial=-1), target_key.max(initial=-1))) + 1
+    target_code = target_owner.astype(np.int64) * n_keys + target_key
+    cell_code = owner * n_keys + key
+    if n_owner * n_keys <= 4 * len(cell_code) + 1_000_000:  # a lookup table
+        lookup = np.full(n_owner * n_keys, -1, dtype=index_type)
+        lookup[target_code[::-1]] = np.arange(len(target_code))[::-1]
+        if cell_code.min() >= 0:
+            return lookup[cell_code]
+        return np.where(cell_code >= 0, lookup[np.maximum(cell_code, 0)], -1)
+    by_code = np.argsort(target_code, kind="stable")
+    pos = np.minimum(np.searchsorted(target_code[by_code], cell_code), len(by_code) - 1)
+    return np.where(target_code[by_code][pos] == cell_code, by_code[pos], -1).astype(index_type)
+
+
+def _target_modes(
+    cell_target: np.ndarray,
+    owner: np.ndarray,
+    side: np.ndarray,
+    n: np.ndarray,
+    target_owner: np.ndarray,
+    n_sides: int,
+    n_owner: int,
+    match_sides: bool,
+) -> np.ndarray:
+    """How each target's contrast meets the sides (BALANCED ... CONFOUNDED), from its own and other offers on
+    each side (sums of non-negative counts)."""
+    S, T = n_sides, len(target_owner)
+    mine = slice(None) if cell_target.min() >= 0 else cell_target >= 0  # (masks cost a pass each)
+    own_side = np.bincount(
+        cell_target[mine].astype(np.int64) * S + side[mine], weights=n[mine], minlength=T * S
+    ).reshape(T, S)
+    owner_side = np.bincount(owner * S + side, weights=n, minlength=n_owner * S).reshape(n_owner, S)
+    other_side = owner_side[target_owner] - own_side
+    parts_on = [(own_side[:, s] > 0).astype(np.int64) + (other_side[:, s] > 0) for s in (SIDE_LEFT, SIDE_RIGHT)]
+    return side_modes(parts_on[0], parts_on[1], 2, contrast=match_sides)
+
+
+def _chunk_cells(
+    rows: _OwnerRows,
+    cell_target: np.ndarray,
+    target_owner: np.ndarray,
+    n_owner: int,
+    max_rows: int,
+    index_type: IndexType,
+) -> Iterator[tuple[int, int, np.ndarray]]:
+    """Targets in chunks of consecutive positions, about `max_rows` (owner cluster, side) rows each: per chunk
+    (first target, end, its cells)."""
+    sizes = np.bincount(rows.owner, weights=rows.seen.sum(axis=1), minlength=n_owner)[target_owner]
+    chunk = (np.cumsum(sizes) - 1) // max_rows
+    chunk_ends = np.searchsorted(chunk, np.unique(chunk), side="right")
+    T = len(target_owner)
+    by_target = _radix_order(cell_target + 1) if T < 2**16 - 1 else np.argsort(cell_target, kind="stable")
+    by_target = by_target.astype(index_type, copy=False)
+    bounds = np.asarray(np.searchsorted(cell_target[by_target], np.r_[0, chunk_ends]))  # cells of no target: before 0
+    starts = np.r_[0, chunk_ends[:-1]].tolist()
+    for c, (lo, hi) in enumerate(zip(starts, chunk_ends.tolist())):
+        yield lo, hi, by_target[bounds[c] : bounds[c + 1]].astype(np.int64)  # take is slow with int32
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """A chunk's targets and their rows: per row (a target's owner's (cluster, side) row) the target's own
+    key's sums and the other keys' (its owner's totals minus its own)."""
+
+    targets: np.ndarray  # target positions with any rows
+    row_target: np.ndarray  # each row's index into targets
+    row: np.ndarray  # each row's owner row
+    own: tuple[np.ndarray, np.ndarray]  # (n, y): one column per side, or one pooled column
+    other: tuple[np.ndarray, np.ndarray]
+    pooled_only: bool
+
+
+def _chunk(
+    lo: int,
+    hi: int,
+    cells_c: np.ndarray,
+    rows: _OwnerRows,
+    target_owner: np.ndarray,
+    cell_target: np.ndarray,
+    side: np.ndarray,
+    y: np.ndarray,
+    n: np.ndarray,
+    modes: np.ndarray,
+    index_type: IndexType,
+) -> _Chunk:
+    first = rows.first
+    t = np.arange(lo, hi)
+    t = t[first[target_owner[t] + 1] > first[target_owner[t]]]  # owners without cells: no test
+    count = first[target_owner[t] + 1] - first[target_owner[t]]
+    row_start = np.r_[0, np.cumsum(count)[:-1]]
+    row_target = np.repeat(np.arange(len(t)), count)  # index into t
+    row_oc = np.repeat(first[target_owner[t]] - row_start, count) + np.arange(int(count.sum()))
+    position = np.full(hi - lo, -1, dtype=index_type)  # every cell's target is in t (its owner has cells)
+    position[t - lo] = np.arange(len(t))
+    at = row_start[position[cell_target.take(cells_c) - lo]] + rows.cell_rank.take(cells_c)
+    # a chunk of pooled targets only (no sides known, e.g. imported answers) is summed over sides at once:
+    # one column per row instead of S to build and then add up
+    pooled_only = bool((modes[t] == POOLED).all())
+    width = 1 if pooled_only else rows.n.shape[1]
+    if not pooled_only:
+        at = at * width + side.take(cells_c)
+    own_n = np.bincount(at, weights=n.take(cells_c), minlength=len(row_oc) * width).reshape(-1, width)
+    own_y = np.bincount(at, weights=y.take(cells_c), minlength=len(row_oc) * width).reshape(-1, width)
+    del at
+    if pooled_only:
+        chunk_n, chunk_y = rows.n_pooled.take(row_oc)[:, None], rows.y_pooled.take(row_oc)[:, None]
+    else:
+        chunk_n, chunk_y = rows.n.take(row_oc, axis=0), rows.y.take(row_oc, axis=0)
+    return _Chunk(t, row_target, row_oc, (own_n, own_y), (chunk_n - own_n, chunk_y - own_y), pooled_only)
+
+
+def _mode_sums(mode: int, parts: list[list[np.ndarray]], pooled_only: bool) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(coefficients, [n sums, y sums]) of one side mode's contrast from the [[own, other] n, [own, other] y]."""
+    if mode == BALANCED:  # components own left, own right, other left, other right
+        sums = []
+        for own, other in parts:
+            both = np.empty((len(own), 4))
+            both[:, :2], both[:, 2:] = own[:, :2], other[:, :2]
+            sums.append(both)
+        return np.array([0.5, 0.5, -0.5, -0.5]), sums
+    if mode in (LEFT_ONLY, RIGHT_ONLY):  # own and other on the one side both were seen on
+        s = SIDE_LEFT if mode == LEFT_ONLY else SIDE_RIGHT
+        return np.array([1.0, -1.0]), [np.column_stack([p[:, s] for p in part]) for part in parts]
+    if pooled_only:  # already summed over sides
+        return np.array([1.0, -1.0]), [np.concatenate(part, axis=1) for part in parts]
+    # pooled over every side, unknown included
+    return np.array([1.0, -1.0]), [np.column_stack([_row_sums(p) for p in part]) for part in parts]
+
+
+def _test_chunk(
+    ch: _Chunk,
+    modes: np.ndarray,
+    rows: _OwnerRows,
+    clusters: _Clusters,
+    icc: float,
+    partner_icc: tuple[float, float] | None,
+    alpha: float,
+) -> list[pd.DataFrame]:
+    """The chunk's targets tested, one `cluster_contrasts` call per side mode present."""
+    t = ch.targets
+    out = []
+    for mode in (BALANCED, LEFT_ONLY, RIGHT_ONLY, POOLED, CONFOUNDED):
+        pick = modes[t] == mode
+        if not pick.any():
+            continue
+        parts: list[list[np.ndarray]] = [[ch.own[0], ch.other[0]], [ch.own[1], ch.other[1]]]
+        picked: slice | np.ndarray = slice(None)
+        if not pick.all():  # (compress: several times faster than a boolean index of a 2-D array)
+            mask = picked = pick[ch.row_target]
+            parts = [[p.compress(mask, axis=0) for p in part] for part in parts]
+        a, sums = _mode_sums(mode, parts, ch.pooled_only)
+        row_tgt = (np.cumsum(pick) - 1)[ch.row_target[picked]]
+        row_cluster = rows.cluster[ch.row[picked]]
+        tab = _Table.from_sums(a, sums[0], sums[1], row_tgt, row_cluster, pd.Index(t[pick]), clusters.labels)
+        own_of, partner_of = clusters.own_of, clusters.partner_of
+        tables = tab if own_of is None or partner_of is None else _crossed_tables(tab, own_of, partner_of)
+        coef: dict[Hashable, float] = {i: float(v) for i, v in enumerate(a)}
+        res = cluster_contrasts(tables, coef, 0.0, alpha, icc=icc, partner_icc=partner_icc).set_index("target")
+        if "n_partner_clusters" not in res.columns:
+            res["n_partner_clusters"] = np.nan
+        Ntg, Ytg = tab.totals()
+        res = _mark_untested(res, _constant(Ytg, Ntg), FLAG_CONSTANT)
+        if mode == CONFOUNDED:
+            res = _mark_untested(res, np.ones(len(res), bool), FLAG_POSITION_CONFOUNDED)
+        out.append(res.assign(side_balanced=mode == BALANCED, sides=SIDES_TEXT[mode]))
+    return out
+
+
 def split_contrasts(
     cells: pd.DataFrame,
     owner: np.ndarray,
@@ -336,184 +617,32 @@ def split_contrasts(
     bounded and no result depends on the chunks. Returns `side_balanced_contrasts` rows indexed by
     target position (0 .. len(target_owner) - 1): the same as testing, per target, every cell of its owner
     with part 0 for the target's key and 1 otherwise (tests/stats/test_split_contrasts.py).
+
+    Every estimator downstream uses only (target, cluster, side, part) sums of y and n, so a target's "other
+    keys" part is its owner's (cluster, side) total minus the key's own cells. The owner's totals are summed
+    once (`_owner_rows`); a target's rows are its owner's clusters with those totals, its own cells
+    subtracted (`_chunk`). The counts are whole numbers, so the differences are exact and the results equal
+    the expanded cells'.
     """
     if cells.empty or len(target_owner) == 0:
         return side_balanced_contrasts(cells.iloc[:0], {0: 1.0, 1: -1.0}, 0.0, alpha)
     owner = np.asarray(owner).astype(np.int64, copy=False)
-    own_cluster = _cluster_codes(cells["cluster"])
     y, n = cells["y"].to_numpy(dtype=float), cells["n"].to_numpy(dtype=float)
-    crossed = two_way and "partner_cluster" in cells.columns
-    if crossed:
-        # the arithmetic below runs on the intersection (own, partner) cluster; mapped back for the test
-        # own and partner coded together (a cell whose partner is its own cluster must stay one), ordered like
-        # the values, so the tests see the clusters in the order of their labels
-        own_cluster, partner_cluster = _joint_cluster_codes(cells["cluster"], cells["partner_cluster"])
-        stride = int(partner_cluster.max()) + 1
-        cluster, pairs = _sorted_int_codes(own_cluster * stride + partner_cluster)
-        own_of, partner_of = pairs // stride, pairs % stride
-    else:
-        cluster = own_cluster
+    code, clusters = _clusters(cells, two_way and "partner_cluster" in cells.columns)
     side = cells["side"].to_numpy().astype(np.int64, copy=False)
     S = max(int(side.max()) + 1, 2)
-    # Every estimator downstream uses only (target, cluster, side, part) sums of y and n, so a target's
-    # "other keys" part is its owner's (cluster, side) total minus the key's own cells. The owner's totals
-    # are summed once; a target's rows are its owner's clusters with those totals, its own cells subtracted.
-    # The counts are whole numbers, so the differences are exact and the results equal the expanded cells'.
-    n_cs = (int(cluster.max()) + 1) * S
-    ocs = owner * n_cs
-    ocs += cluster * S
-    ocs += side
-    order, ocs_sorted = _grouped_order(ocs, owner)
-    del ocs, own_cluster  # (at 10M answers each whole-cell array is ~100 MB: the ones not needed below go early)
-    ocs_starts = _segments(ocs_sorted)
-    ocs_keys = ocs_sorted[ocs_starts]
-    del ocs_sorted
-    oc_starts = _segments(ocs_keys // S)  # (owner, cluster) rows
-    oc_of_ocs = _run_index(oc_starts, len(ocs_keys))
-    oc_owner, oc_cluster = ocs_keys[oc_starts] // n_cs, (ocs_keys[oc_starts] % n_cs) // S
-    tot_n, tot_y = np.zeros((len(oc_starts), S)), np.zeros((len(oc_starts), S))
-    # (take, not fancy indexing, for every large gather: 1.3-14x faster at these sizes; numpy_idioms_bench.py)
-    tot_n[oc_of_ocs, ocs_keys % S] = np.add.reduceat(n.take(order), ocs_starts)
-    tot_y[oc_of_ocs, ocs_keys % S] = np.add.reduceat(y.take(order), ocs_starts)
-    tot_n_pooled, tot_y_pooled = _row_sums(tot_n), _row_sums(tot_y)
-    # The working iccs are estimated once, from the owners' pooled rates, so no test depends on which targets
-    # share its chunk (tests/stats/test_split_contrasts.py checks one chunk against many); summed from the
-    # (owner, cluster) rows, not the cells. Two-way those rows are (owner, intersection), whose codes sort like
-    # their own clusters: the own clusters' rows are runs of them, the partner clusters' are summed by code.
-    if crossed:
-        own = own_of[oc_cluster]
-        runs = _segments(oc_owner * (int(own_of.max()) + 1) + own)
-        icc = _icc_of_rows(
-            oc_owner[runs],
-            own[runs],
-            np.add.reduceat(tot_n_pooled, runs),
-            np.add.reduceat(tot_y_pooled, runs),
-            int(own_of.max()) + 1,
-        )
-        partner_icc: tuple[float, float] | None = (
-            _icc_of_owners(oc_owner, partner_of[oc_cluster], tot_y_pooled, tot_n_pooled),
-            _icc_of_rows(oc_owner, oc_cluster, tot_n_pooled, tot_y_pooled, len(pairs)),
-        )
-    else:
-        icc = _icc_of_rows(oc_owner, oc_cluster, tot_n_pooled, tot_y_pooled, n_cs // S)
-        partner_icc = None
-    tot_seen = np.zeros((len(oc_starts), S), dtype=bool)
-    tot_seen[oc_of_ocs, ocs_keys % S] = True
     n_owner = int(max(owner.max(), target_owner.max())) + 1
-    first_oc = np.searchsorted(oc_owner, np.arange(n_owner + 1))  # each owner's (owner, cluster) rows
     # Per-cell indices live through the chunk loop: int32 where they fit (at 10M answers 50 MB each, not 100)
-    index_type = np.int32 if max(len(cells), len(target_owner)) < 2**31 - 1 else np.int64
-    # each cell's (owner, cluster) row, counted from its owner's first: its row within any target of the owner
-    oc_rank = (np.arange(len(oc_starts)) - first_oc[oc_owner]).astype(index_type)
-    cell_rank = np.empty(len(owner), dtype=index_type)
-    cell_rank[order] = oc_rank[oc_of_ocs][_run_index(ocs_starts, len(order), index_type)]
-    del order
-    # the target (if any) each cell's own key makes it part of
-    n_keys = int(max(key.max(initial=-1), target_key.max(initial=-1))) + 1
-    target_code = target_owner.astype(np.int64) * n_keys + target_key
-    cell_code = owner * n_keys + key
-    if n_owner * n_keys <= 4 * len(cell_code) + 1_000_000:  # a lookup table (the first of equal targets wins)
-        lookup = np.full(n_owner * n_keys, -1, dtype=index_type)
-        lookup[target_code[::-1]] = np.arange(len(target_code))[::-1]
-        cell_target = (
-            lookup[cell_code]
-            if cell_code.min() >= 0
-            else np.where(cell_code >= 0, lookup[np.maximum(cell_code, 0)], -1)
-        )
-    else:
-        by_code = np.argsort(target_code, kind="stable")
-        pos = np.minimum(np.searchsorted(target_code[by_code], cell_code), len(by_code) - 1)
-        cell_target = np.where(target_code[by_code][pos] == cell_code, by_code[pos], -1).astype(index_type)
-    del cell_code
-    # side balance per target: own and other offers on both sides (sums of non-negative counts)
-    T = len(target_owner)
-    mine = slice(None) if cell_target.min() >= 0 else cell_target >= 0  # (masks cost a pass each)
-    del cluster
-    if crossed:
-        del partner_cluster
-    own_side = np.bincount(
-        cell_target[mine].astype(np.int64) * S + side[mine], weights=n[mine], minlength=T * S
-    ).reshape(T, S)
-    owner_side = np.bincount(owner * S + side, weights=n, minlength=n_owner * S).reshape(n_owner, S)
-    other_side = owner_side[target_owner] - own_side
-    parts_on = [(own_side[:, s] > 0).astype(np.int64) + (other_side[:, s] > 0) for s in (SIDE_LEFT, SIDE_RIGHT)]
-    modes = side_modes(parts_on[0], parts_on[1], 2, contrast=match_sides)
-    # targets in chunks of consecutive positions, about max_rows (owner cluster, side) rows each
-    sizes = np.bincount(oc_owner, weights=tot_seen.sum(axis=1), minlength=n_owner)[target_owner]
-    chunk = (np.cumsum(sizes) - 1) // max_rows
-    chunk_ends = np.searchsorted(chunk, np.unique(chunk), side="right")
-    by_target = _radix_order(cell_target + 1) if T < 2**16 - 1 else np.argsort(cell_target, kind="stable")
-    by_target = by_target.astype(index_type, copy=False)
-    target_sorted = cell_target[by_target]
-    cell_bounds = np.asarray(np.searchsorted(target_sorted, np.r_[0, chunk_ends]))  # cells of no target: before 0
-    del target_sorted
-    # the tables' clusters: one-way the (owner, cluster) rows' clusters; two-way their (own, partner) pairs
-    clusters = pd.Index(pairs) if crossed else pd.RangeIndex(n_cs // S)
+    index_type: IndexType = np.int32 if max(len(cells), len(target_owner)) < 2**31 - 1 else np.int64
+    rows = _owner_rows(owner, code, side, y, n, S, n_owner, index_type)
+    del code  # (at 10M answers each whole-cell array is ~100 MB: the ones not needed below go early)
+    icc, partner_icc = _working_iccs(rows, clusters)
+    cell_target = _cell_targets(owner, key, target_owner, target_key, n_owner, index_type)
+    modes = _target_modes(cell_target, owner, side, n, target_owner, S, n_owner, match_sides)
     out = []
-    for c, (lo, hi) in enumerate(zip(np.r_[0, chunk_ends[:-1]].tolist(), chunk_ends.tolist())):
-        t = np.arange(lo, hi)
-        t = t[first_oc[target_owner[t] + 1] > first_oc[target_owner[t]]]  # owners without cells: no test
-        count = first_oc[target_owner[t] + 1] - first_oc[target_owner[t]]
-        row_start = np.r_[0, np.cumsum(count)[:-1]]
-        row_target = np.repeat(np.arange(len(t)), count)  # index into t
-        row_oc = np.repeat(first_oc[target_owner[t]] - row_start, count) + np.arange(int(count.sum()))
-        cells_c = by_target[cell_bounds[c] : cell_bounds[c + 1]].astype(np.int64)  # take is slow with int32
-        position = np.full(hi - lo, -1, dtype=index_type)  # every cell's target is in t (its owner has cells)
-        position[t - lo] = np.arange(len(t))
-        at = row_start[position[cell_target.take(cells_c) - lo]] + cell_rank.take(cells_c)
-        # a chunk of pooled targets only (no sides known, e.g. imported answers) is summed over sides at once:
-        # one column per row instead of S to build and then add up
-        pooled_only = bool((modes[t] == POOLED).all())
-        width = 1 if pooled_only else S
-        if not pooled_only:
-            at = at * S + side.take(cells_c)
-        own_n = np.bincount(at, weights=n.take(cells_c), minlength=len(row_oc) * width).reshape(-1, width)
-        own_y = np.bincount(at, weights=y.take(cells_c), minlength=len(row_oc) * width).reshape(-1, width)
-        del at
-        if pooled_only:
-            chunk_n, chunk_y = tot_n_pooled.take(row_oc)[:, None], tot_y_pooled.take(row_oc)[:, None]
-        else:
-            chunk_n, chunk_y = tot_n.take(row_oc, axis=0), tot_y.take(row_oc, axis=0)
-        other_n, other_y = chunk_n - own_n, chunk_y - own_y
-        del chunk_n, chunk_y
-        for mode in (BALANCED, LEFT_ONLY, RIGHT_ONLY, POOLED, CONFOUNDED):
-            pick = modes[t] == mode
-            if not pick.any():
-                continue
-            parts: list[list[np.ndarray]] = [[own_n, other_n], [own_y, other_y]]
-            rows: slice | np.ndarray = slice(None)
-            if not pick.all():  # (compress: several times faster than a boolean index of a 2-D array)
-                mask = rows = pick[row_target]
-                parts = [[p.compress(mask, axis=0) for p in part] for part in parts]
-            if mode == BALANCED:  # components own left, own right, other left, other right
-                sums = []
-                for own, other in parts:
-                    both = np.empty((len(own), 4))
-                    both[:, :2], both[:, 2:] = own[:, :2], other[:, :2]
-                    sums.append(both)
-                a = np.array([0.5, 0.5, -0.5, -0.5])
-            elif mode in (LEFT_ONLY, RIGHT_ONLY):  # own and other on the one side both were seen on
-                s = SIDE_LEFT if mode == LEFT_ONLY else SIDE_RIGHT
-                sums = [np.column_stack([p[:, s] for p in part]) for part in parts]
-                a = np.array([1.0, -1.0])
-            elif pooled_only:  # already summed over sides
-                sums = [np.concatenate(part, axis=1) for part in parts]
-                a = np.array([1.0, -1.0])
-            else:  # pooled over every side, unknown included
-                sums = [np.column_stack([_row_sums(p) for p in part]) for part in parts]
-                a = np.array([1.0, -1.0])
-            row_tgt = (np.cumsum(pick) - 1)[row_target[rows]]
-            tab = _Table.from_sums(a, sums[0], sums[1], row_tgt, oc_cluster[row_oc[rows]], pd.Index(t[pick]), clusters)
-            tables = _crossed_tables(tab, own_of, partner_of) if crossed else tab
-            coef: dict[Hashable, float] = {i: float(v) for i, v in enumerate(a)}
-            res = cluster_contrasts(tables, coef, 0.0, alpha, icc=icc, partner_icc=partner_icc).set_index("target")
-            if "n_partner_clusters" not in res.columns:
-                res["n_partner_clusters"] = np.nan
-            Ntg, Ytg = tab.totals()
-            res = _mark_untested(res, _constant(Ytg, Ntg), FLAG_CONSTANT)
-            if mode == CONFOUNDED:
-                res = _mark_untested(res, np.ones(len(res), bool), FLAG_POSITION_CONFOUNDED)
-            out.append(res.assign(side_balanced=mode == BALANCED, sides=SIDES_TEXT[mode]))
+    for lo, hi, cells_c in _chunk_cells(rows, cell_target, target_owner, n_owner, max_rows, index_type):
+        ch = _chunk(lo, hi, cells_c, rows, target_owner, cell_target, side, y, n, modes, index_type)
+        out += _test_chunk(ch, modes, rows, clusters, icc, partner_icc, alpha)
     return pd.concat(out)
 
 

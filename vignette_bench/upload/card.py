@@ -75,7 +75,7 @@ def sections_text(source: Path) -> str:
 
 def _protocol_stored(source: Path) -> str:
     """The sentence naming the protocol configs stored with their images, or nothing when there are none."""
-    from vignette_bench.dataset_builder.protocol_sample import PROTOCOL_DIR, complete_configs, read_manifest
+    from vignette_bench.dataset_builder.protocol_manifest import PROTOCOL_DIR, complete_configs, read_manifest
 
     have = [(c, (read_manifest(source / PROTOCOL_DIR / c) or {}).get("rows", 0)) for c in complete_configs(source)]
     if not have:

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from tests import REPO_ROOT
-from vignette_bench.eval.analysis.compare import compare_frames
-from vignette_bench.eval.report.simulate import SimSpec, simulate, write_run
+from vignette_bench.eval.compare.comparison import compare_frames
+from vignette_bench.eval.simulate import SimSpec, simulate, write_run
 
 SMALL = dict(dimensions=("religion",), genders=("female", "male"), n_activities=4, n_traits=4)
 

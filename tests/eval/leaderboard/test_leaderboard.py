@@ -14,7 +14,7 @@ import yaml
 from vignette_bench.cli import main as vignette
 from vignette_bench.eval.leaderboard.board import export
 from vignette_bench.eval.leaderboard.entry import EntryError, create, validate, write_entry
-from vignette_bench.eval.report.simulate import SimSpec, write_run
+from vignette_bench.eval.simulate import SimSpec, write_run
 
 
 def main(argv):

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vignette_bench.eval.analysis.findings import could_not_find
 from vignette_bench.eval.analysis.numbers import compute, family_inputs, metric
 from vignette_bench.eval.analysis.power import detectable_pp, null_se, polarity_detectable
-from vignette_bench.eval.report.simulate import SimSpec, simulate
+from vignette_bench.eval.pages.findings import could_not_find
+from vignette_bench.eval.simulate import SimSpec, simulate
 from vignette_bench.stats.planning import detectable_effect
 
 DESIGN = dict(dimensions=("religion", "age"), genders=("female", "male"), n_activities=4, n_traits=8)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from vignette_bench.eval.analysis import numbers
-from vignette_bench.eval.report.simulate import SimSpec, simulate
+from vignette_bench.eval.simulate import SimSpec, simulate
 
 
 def _counted_at_once(frame: pd.DataFrame) -> pd.DataFrame:

@@ -14,12 +14,12 @@ import pytest
 from PIL import Image
 
 from vignette_bench.cli import main as vignette
-from vignette_bench.eval.analysis import figures as F
-from vignette_bench.eval.analysis import svg
-from vignette_bench.eval.analysis.findings import clip_interval, direction_words, forest_rows
-from vignette_bench.eval.analysis.names import base_name, model_label, parse_labels, scrub
+from vignette_bench.eval.pages import figures as F
+from vignette_bench.eval.pages import svg
+from vignette_bench.eval.pages.findings import clip_interval, direction_words, forest_rows
+from vignette_bench.eval.pages.names import base_name, model_label, parse_labels, scrub
 from vignette_bench.eval.report.command import make_report
-from vignette_bench.eval.report.simulate import SimSpec, write_run
+from vignette_bench.eval.simulate import SimSpec, write_run
 from vignette_bench.formats.run_record import DatasetProvenance, ModelProvenance, RunRecord, RunSettings
 
 TINY = dict(dimensions=("religion",), genders=("female",), n_activities=6, n_traits=4, paradigms=("decision",))
@@ -181,9 +181,9 @@ def test_forest_plot_marks_verdicts_by_shape_and_draws_every_interval():
 
 
 def test_trait_counts_and_a_page_without_findings_keeps_its_sections_open(tmp_path):
-    from vignette_bench.eval.analysis.findings import trait_counts
-    from vignette_bench.eval.analysis.page import Section, write_html
-    from vignette_bench.eval.report.simulate import simulate
+    from vignette_bench.eval.pages.findings import trait_counts
+    from vignette_bench.eval.pages.page import Section, write_html
+    from vignette_bench.eval.simulate import simulate
 
     frame = simulate(SimSpec(dimensions=("religion",), genders=("female",), n_activities=2, n_traits=4))
     t = trait_counts(frame)
@@ -216,9 +216,9 @@ def test_two_local_models_with_one_folder_name_stay_two_models(tmp_path):
 
 def test_findings_show_every_accusing_verdict_and_name_position_confounded_identities(two_runs):
     """'bias (not robust to refusals)' accuses too, so the findings list it; one-sided identities are named."""
-    from vignette_bench.eval.analysis.findings import findings_section
     from vignette_bench.eval.analysis.numbers import compute
     from vignette_bench.eval.analysis.verdicts import CONFOUNDED, NOT_ROBUST
+    from vignette_bench.eval.pages.findings import findings_section
     from vignette_bench.eval.report.build import verdicts
     from vignette_bench.eval.runs import load_run
 

@@ -63,8 +63,8 @@ def test_a_side_model_that_does_not_fit_gives_no_verdict_and_says_why(non_additi
 
 
 def test_the_papers_table_leaves_the_reports_columns_blank_where_nothing_was_tested(non_additive, tmp_path):
-    from vignette_bench.eval.analysis import paper
     from vignette_bench.eval.analysis.numbers import compute
+    from vignette_bench.eval.pages import paper
     from vignette_bench.eval.runs import load_run
 
     run = run_import("vignette-csv", write(Design(pair_sd=1.0), 5, tmp_path / "csv"), tmp_path / "run", model_id="m")

@@ -13,10 +13,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from vignette_bench.eval.analysis import svg
-from vignette_bench.eval.analysis.page import Section, md_table, plural, write_html
+from vignette_bench.eval.analysis.verdicts import SIGNIFICANT
+from vignette_bench.eval.pages import svg
+from vignette_bench.eval.pages.page import Section, md_table, plural, write_html
 from vignette_bench.eval.report.command import make_report
-from vignette_bench.eval.report.simulate import SimSpec, write_run
+from vignette_bench.eval.simulate import SimSpec, write_run
 
 NS = "{http://www.w3.org/2000/svg}"
 DEMO_LIKE = dict(dimensions=("religion", "age"), genders=("female",), n_activities=8, n_traits=4)
@@ -93,8 +94,8 @@ def test_a_forest_interval_never_contradicts_its_verdict_unmarked(demo_report: P
         assert rows
         for verdict, zero, left, right, dashed in rows:
             excludes_zero = left > zero or right < zero
-            significant = verdict in svg.SIGNIFICANT
-            assert dashed == (excludes_zero != significant and verdict in (*svg.SIGNIFICANT, "no evidence of bias"))
+            significant = verdict in SIGNIFICANT
+            assert dashed == (excludes_zero != significant and verdict in (*SIGNIFICANT, "no evidence of bias"))
         note = " ".join(t.text or "" for t in doc.iter(f"{NS}text"))
         assert ("unadjusted 95% CI excludes 0" in note) == any(r[-1] for r in rows)
         assert fits(doc), path.name
@@ -204,7 +205,7 @@ def test_the_verdict_table_marks_intervals_that_disagree_with_their_verdict(
                     assert ci == "–"
                     continue
                 lo, hi = float(ends[1]), float(ends[2])
-                odd = (lo > 0 or hi < 0) != (verdict in svg.SIGNIFICANT) and verdict != "position-confounded"
+                odd = (lo > 0 or hi < 0) != (verdict in SIGNIFICANT) and verdict != "position-confounded"
                 assert ci.endswith("†") == odd, (verdict, ci)
                 marked += odd
     assert marked  # the demo's hindu · factuality, and identities beside the planted one

@@ -13,11 +13,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from vignette_bench.eval.analysis.findings import findings_section
 from vignette_bench.eval.analysis.numbers import compute
 from vignette_bench.eval.analysis.verdicts import BIAS_VERDICTS, verdicts
+from vignette_bench.eval.pages.findings import findings_section
 from vignette_bench.eval.report.build import verdict_section
-from vignette_bench.eval.report.simulate import SimSpec, simulate
+from vignette_bench.eval.simulate import SimSpec, simulate
 
 
 def fixed_order(frame: pd.DataFrame) -> pd.DataFrame:

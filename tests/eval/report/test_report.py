@@ -17,12 +17,12 @@ from PIL import Image
 
 from tests import REPO_ROOT
 from vignette_bench.cli import main as vignette
-from vignette_bench.eval.analysis import figures as F
 from vignette_bench.eval.analysis.numbers import compute, family_inputs, summaries
+from vignette_bench.eval.pages import figures as F
 from vignette_bench.eval.report.build import verdicts
 from vignette_bench.eval.report.command import make_report
-from vignette_bench.eval.report.simulate import RESPONSE_COLUMNS, SimSpec, simulate, write_run
 from vignette_bench.eval.runs import RunError, load_run
+from vignette_bench.eval.simulate import RESPONSE_COLUMNS, SimSpec, simulate, write_run
 
 
 def main(argv):

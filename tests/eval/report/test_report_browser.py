@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from vignette_bench.eval.report.command import make_report
-from vignette_bench.eval.report.simulate import SimSpec, write_run
+from vignette_bench.eval.simulate import SimSpec, write_run
 
 WIDTH, HEIGHT = 1366, 768
 # 8 activities: with 4, the few-cluster wild bootstrap check (issue 27) leaves a planted 85% without a verdict

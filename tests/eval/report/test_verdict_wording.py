@@ -91,7 +91,7 @@ def test_numbers_flags_one_sided_selection_tests():
 
 def test_design_table_names_the_clustering():
     from vignette_bench.eval.analysis.numbers import compute
-    from vignette_bench.eval.report.simulate import SimSpec, simulate
+    from vignette_bench.eval.simulate import SimSpec, simulate
 
     frame = simulate(SimSpec(seed=3, dimensions=("religion",), n_activities=2, n_traits=4))
     d = compute(frame, detail=False).design.set_index("family")["cluster_unit"]

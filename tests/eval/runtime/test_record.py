@@ -22,7 +22,7 @@ from vignette_bench.formats.run_record import (
 # `vignette build sample --out S && vignette run --source S --config portraits --model random --sample 6 --out R`
 V0 = json.loads((Path(__file__).parent / "data" / "run-v0.json").read_text())
 
-# run.json as eval/report/simulate.py wrote it before the record was typed (no variants, image_size, versions)
+# run.json as vignette_bench/eval/simulate.py wrote it before the record was typed (no variants, image_size, versions)
 V0_SIMULATED = {
     "settings": {
         "source": "simulated",

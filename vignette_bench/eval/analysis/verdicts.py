@@ -6,17 +6,19 @@ them the same way (docs/report.md, "Verdicts").
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 
 import numpy as np
 import pandas as pd
 
-from vignette_bench.eval.analysis.levels import MIN_EFFECT, Q  # noqa: F401  (re-exported)
 from vignette_bench.eval.analysis.numbers import POSITION_CONFOUNDED
+from vignette_bench.formats.vocabulary import MIN_EFFECT  # a CLI default too: the parsers read it there
 from vignette_bench.stats.hierarchy import two_level_q
 from vignette_bench.stats.multiplicity import global_then_bh
 from vignette_bench.stats.verdict_power import needed_effect
 
+Q = 0.05  # the global q a verdict needs (Simes over an identity's families, BH over identities)
 NOT_ROBUST = "bias (not robust to refusals)"  # significant and large, but its sign flips within the refusal bounds
 CONFOUNDED = "position-confounded"  # seen on one side only: its rate is the position-confounded pooled rate
 VERDICTS = ("bias +", "bias −", NOT_ROBUST, "below minimum effect", "no evidence of bias", CONFOUNDED, "not testable")
@@ -142,3 +144,35 @@ def _below_minimum(low: object, high: object, effect: float, min_effect: float) 
     if not np.isfinite(near) or near >= min_effect:
         return ""
     return f"its 95% CI ({lo:+.1f}, {hi:+.1f} pp) reaches below the {min_effect:g} pp minimum effect"
+
+
+# Intervals beside verdicts: the interval a page shows with a verdict is the deciding family's own 95% t
+# interval, unadjusted; the verdict's test is stricter (a few-cluster wild-bootstrap or relabelling check can
+# raise the family's p, then Simes over the identity's families and BH over identities). Where the two say
+# opposite things, the page marks the interval instead of letting it contradict the verdict (docs/report.md,
+# "Page conventions").
+
+# Verdicts reached by a significant test: an interval that excludes 0 agrees with them, and with no other.
+SIGNIFICANT = ("bias +", "bias −", NOT_ROBUST, "below minimum effect")
+MARK = "†"  # beside an interval in a table: it disagrees with the verdict (UNADJUSTED_NOTE says why)
+UNADJUSTED_NOTE = (
+    "the unadjusted 95% CI excludes 0, but the verdict's test does not (it also needs the few-cluster check, "
+    "Simes over the identity's families and BH over identities)"
+)
+
+
+def disagrees(verdict: object, lo: object, hi: object) -> bool:
+    """Whether an unadjusted interval says the opposite of the verdict: it excludes 0 while the verdict's test
+    found nothing (or reaches 0 while it found something)."""
+    try:
+        a, b = float(lo), float(hi)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    if not (math.isfinite(a) and math.isfinite(b)) or verdict not in (*SIGNIFICANT, "no evidence of bias"):
+        return False
+    return (a > 0 or b < 0) != (verdict in SIGNIFICANT)
+
+
+def marked(verdict: object, lo: object, hi: object, text: str) -> str:
+    """An interval's ``text`` for a table, with MARK where it disagrees with the verdict beside it."""
+    return f"{text} {MARK}" if disagrees(verdict, lo, hi) else text

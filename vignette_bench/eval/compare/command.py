@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vignette_bench import atomic
-from vignette_bench.eval.analysis.compare import Comparison, compare_frames
-from vignette_bench.eval.analysis.names import label_for, parse_labels, run_label
+from vignette_bench.eval.compare.comparison import Comparison, compare_frames
+from vignette_bench.eval.pages.names import label_for, parse_labels, run_label
 from vignette_bench.eval.runs import Run, RunError, index_digest, load_run
 
 if TYPE_CHECKING:
-    from vignette_bench.eval.analysis.page import Section
+    from vignette_bench.eval.pages.page import Section
 
 
 def compare_runs(a: Run, b: Run, labels: tuple[str, str] | None = None, clusters: str = "auto") -> Comparison:
@@ -50,9 +50,9 @@ def clusters_reason(clusters: str, same_index: bool) -> str:
 
 def findings(run: Run, label: str, detail_anchor: str) -> Section:
     """The same findings block that opens `vignette report`, for one of the two runs."""
-    from vignette_bench.eval.analysis import findings as FD
     from vignette_bench.eval.analysis.numbers import compute
     from vignette_bench.eval.analysis.verdicts import MIN_EFFECT, verdicts
+    from vignette_bench.eval.pages import findings as FD
 
     n = compute(run.responses, model=label, detail=False)
     return FD.findings_section(
@@ -72,8 +72,8 @@ def findings(run: Run, label: str, detail_anchor: str) -> Section:
 
 def write(c: Comparison, out: Path, runs: tuple[Run, Run] | None = None) -> list[Path]:
     """Tables, and a page that opens with each run's findings (when `runs` are given) above the comparison."""
-    from vignette_bench.eval.analysis.compare_section import comparison_section
-    from vignette_bench.eval.analysis.page import fig_name, write_html, write_markdown
+    from vignette_bench.eval.compare.section import comparison_section
+    from vignette_bench.eval.pages.page import fig_name, write_html, write_markdown
 
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -98,7 +98,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if c.identities.empty:
-        from vignette_bench.eval.analysis.cells import TWO_WAY
+        from vignette_bench.eval.compare.cells import TWO_WAY
 
         # the real cause first: a run with no two-way answers (factuality only) has nothing to compare
         lacking = [r.path for r in (a, b) if not r.responses["paradigm"].isin(TWO_WAY).any()]

@@ -203,7 +203,7 @@ def explain(
 
 
 def attention_section(run_dir: str | Path, examples: int = 2) -> Any:
-    """A report Section (eval.analysis.page) for a run that recorded attention, else None.
+    """A report Section (vignette_bench.eval.pages.page) for a run that recorded attention, else None.
 
     Mean left / seam / right shares, the chosen-versus-other test per identity, the mean shares
     per layer, and the panels of the `examples` answers with the most unequal left/right attention.
@@ -212,8 +212,8 @@ def attention_section(run_dir: str | Path, examples: int = 2) -> Any:
 
     import pandas as pd
 
-    from vignette_bench.eval.analysis.page import Figure, Section, fig_name
     from vignette_bench.eval.explain.attention import chosen_vs_other
+    from vignette_bench.eval.pages.page import Figure, Section, fig_name
 
     run_dir = Path(run_dir)
     folder = RunFolder(run_dir)

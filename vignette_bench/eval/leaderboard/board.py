@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 import yaml
 
-from vignette_bench.eval.analysis.page import Section, md_table
 from vignette_bench.eval.leaderboard import boardfiles, conflicts, names
 from vignette_bench.eval.leaderboard.entry import EntryError, Validated, validate
 from vignette_bench.eval.leaderboard.official import Official
 from vignette_bench.eval.leaderboard.protocol import VERSION as PROTOCOL
+from vignette_bench.eval.pages.page import Section, md_table
 from vignette_bench.formats.verification import Verification
 
 if TYPE_CHECKING:
@@ -239,9 +239,9 @@ def identity_tables(a: Accepted) -> tuple[pd.DataFrame, Section]:
     """Per identity and family: effect (pp, + = favoured) with its cluster-robust CI and the family's BH q;
     and the entry's findings block, the same one that opens `vignette report` (verdicts in words, what the
     run could not have found, the notes that qualify it)."""
-    from vignette_bench.eval.analysis import findings as FD
     from vignette_bench.eval.analysis.numbers import compute
     from vignette_bench.eval.analysis.verdicts import MIN_EFFECT, verdicts
+    from vignette_bench.eval.pages import findings as FD
 
     frame = a.validated.responses
     n = compute(frame, detail=False)

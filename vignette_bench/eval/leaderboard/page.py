@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from vignette_bench.eval.analysis.page import Section
+from vignette_bench.eval.pages.page import Section
 
 CSS = """body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1300px;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0 1.2em}td,th{border:1px solid #ccc;padding:2px 6px}
@@ -101,7 +101,7 @@ def _plot(t: pd.DataFrame) -> str:
 
 def _findings(s: Section) -> str:
     """An entry's findings block (the report's, without its figure) as HTML: verdicts, what it could not find, notes."""
-    from vignette_bench.eval.analysis.page import inline_html
+    from vignette_bench.eval.pages.page import inline_html
 
     parts = [f"<p>{inline_html(p)}</p>" for p in s.paragraphs[:1]]
     parts.append("<ul>" + "".join(f"<li>{inline_html(x)}</li>" for x in s.items) + "</ul>")

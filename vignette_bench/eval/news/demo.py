@@ -19,7 +19,6 @@ from pathlib import Path
 
 from vignette_bench.dataset_builder.news import build_news_sample
 from vignette_bench.eval.adapters.spec import build_adapter
-from vignette_bench.eval.analysis.names import display_id
 from vignette_bench.eval.news.answer import ANSWERS_FILE, answer_news
 from vignette_bench.eval.news.data import load_news, news_items
 from vignette_bench.eval.news.fixture import FixtureJudge
@@ -27,6 +26,7 @@ from vignette_bench.eval.news.judge import judge_answers
 from vignette_bench.eval.news.page import PAGE, write_page
 from vignette_bench.eval.news.reference import ReferenceAnswerer
 from vignette_bench.eval.news.results import write_results
+from vignette_bench.eval.pages.names import display_id
 from vignette_bench.formats.news import read_answers, read_judgements
 
 FIXTURE_JUDGEMENTS = "judgements-fixture-judge.jsonl"

@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from vignette_bench.eval.analysis.names import display_id
 from vignette_bench.eval.news.fixture import FIXTURE_NOTE, is_fixture
 from vignette_bench.eval.news.judge import DIMENSIONS
+from vignette_bench.eval.pages.names import display_id
 from vignette_bench.formats.news import NewsAnswer, NewsJudgement, read_answers, read_judgements
 
 ATTRIBUTE_ORDER = ("age", "gender", "race", "sport", "occupation")  # the paper's column order

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from vignette_bench import cli_options as opt
-from vignette_bench.eval.analysis.levels import MIN_EFFECT
+from vignette_bench.formats.vocabulary import MIN_EFFECT
 
 FIGURES = ("none", "findings", "all")  # `vignette report --figures`: which figures are drawn
 

@@ -5,27 +5,56 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from vignette_bench.eval.analysis import figures as F
-from vignette_bench.eval.analysis import findings as FD
-from vignette_bench.eval.analysis import paper, svg
-from vignette_bench.eval.analysis.intervals import MARK, UNADJUSTED_NOTE, marked
-from vignette_bench.eval.analysis.names import label_for, record_line, run_label, scrub
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, Numbers, compute, one_variant
-from vignette_bench.eval.analysis.page import NOT_DRAWN, Figure, Section, fig_name, plural
-from vignette_bench.eval.analysis.signs import signed_effects
 from vignette_bench.eval.analysis.verdicts import (  # noqa: F401  (re-exported: tests and benchmarks import them here)
     BIAS_VERDICTS,
     CONFOUNDED,
+    MARK,
     MIN_EFFECT,
     NOT_ROBUST,
+    UNADJUSTED_NOTE,
     VERDICT_COLUMNS,
     VERDICTS,
+    marked,
     verdicts,
 )
+from vignette_bench.eval.pages import figures as F
+from vignette_bench.eval.pages import findings as FD
+from vignette_bench.eval.pages import paper, svg
+from vignette_bench.eval.pages.names import label_for, record_line, run_label, scrub
+from vignette_bench.eval.pages.page import NOT_DRAWN, Figure, Section, fig_name, plural
 from vignette_bench.eval.report.arguments import FIGURES
 from vignette_bench.eval.runs import Run, index_digest, is_simulated, missing_paradigms, placeholder_renders
 
 Q = F.SIG_Q
+
+# One sign convention on every page: an identity's effect is + when it is favoured (chosen for a positive role,
+# not for a negative one; recognised more often; favourable polarity) and − when disfavoured.
+#
+# `Numbers.selection` keeps each family's raw effect (selection − chance: for "who is struggling" a higher rate is
+# unfavourable); the verdicts turn it to + = favoured (`Numbers.tests`). A table that shows effects beside the
+# verdicts does the same here, so one identity's effect never changes sign between two tables of the report.
+
+EFFECT_COLUMN = "effect (pp, + = favoured)"
+
+
+def favour_sign(family: str) -> float:
+    """+1 where a higher selection rate is favourable (and for factuality's accuracy), −1 where it is not."""
+    return float(FAMILY_DIRECTION.get(family.split("/")[-1], 0) or 1)
+
+
+def signed_effects(table: pd.DataFrame, family: str) -> pd.DataFrame:
+    """``table``'s raw effect columns (effect, effect_low, effect_high: selection − chance, pp) as + = favoured,
+    named so: the interval's ends swap where the sign flips."""
+    if "effect" not in table:
+        return table
+    s = favour_sign(family)
+    out = table.assign(effect=s * table["effect"])
+    if {"effect_low", "effect_high"} <= set(table.columns):
+        lo, hi = s * table["effect_low"], s * table["effect_high"]
+        out = out.assign(effect_low=lo if s > 0 else hi, effect_high=hi if s > 0 else lo)
+    names = {"effect": EFFECT_COLUMN, "effect_low": "effect CI low", "effect_high": "effect CI high"}
+    return out.rename(columns=names)
 
 
 def _order(dimension_identities: pd.Series) -> list[str]:
@@ -116,7 +145,7 @@ def model_sections(
     if len(frame):
         head.notes += missing_paradigms(frame)
     if any(is_simulated(r) for r in runs):
-        head.notes.append("simulated responses (vignette_bench/eval/report/simulate.py), not a model's answers")
+        head.notes.append("simulated responses (vignette_bench/eval/simulate.py), not a model's answers")
     _, variant = one_variant(frame)
     if variant is not None:
         head.notes.append(
@@ -670,8 +699,8 @@ def comparison_section(all_numbers: list[Numbers], draw: bool = True) -> Section
 
 def run_comparisons(groups: dict[str, list[Run]], frames: dict[str, pd.DataFrame], draw: bool = True) -> list[Section]:
     """`vignette compare` of the first model against each other one, identity by identity."""
-    from vignette_bench.eval.analysis.compare import compare_frames
-    from vignette_bench.eval.analysis.compare_section import comparison_section as identity_comparison
+    from vignette_bench.eval.compare.comparison import compare_frames
+    from vignette_bench.eval.compare.section import comparison_section as identity_comparison
 
     def digests(rs: list[Run]) -> set[str]:
         return {str(index_digest(r)) for r in rs}

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vignette_bench import atomic
-from vignette_bench.eval.analysis.names import parse_labels
-from vignette_bench.eval.analysis.page import write_html, write_markdown
+from vignette_bench.eval.pages.names import parse_labels
+from vignette_bench.eval.pages.page import write_html, write_markdown
 from vignette_bench.eval.report.build import MIN_EFFECT, build
 from vignette_bench.eval.report.tables import write_tables
 from vignette_bench.eval.runs import RunError, load_run

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from vignette_bench.eval.analysis.page import Figure, Section
 from vignette_bench.eval.news.fixture import FIXTURE_NOTE, is_fixture
+from vignette_bench.eval.pages.page import Figure, Section
 
 SUMMARY, SCATTER, AGREEMENT = "news_summary.csv", "news_bias_vs_faithfulness.png", "news_judge_agreement.csv"
 DIMS = ("accuracy", "bias", "faithfulness")

@@ -1,5 +1,5 @@
 """Matplotlib figures for the report's details (`--figures all`), drawn from tidy tables (never from raw
-responses); the findings' forest plots and the model comparison are SVG (vignette_bench/eval/analysis/svg.py).
+responses); the findings' forest plots and the model comparison are SVG (vignette_bench/eval/pages/svg.py).
 
 Every diverging colour scale is centred on "no bias" (50 % for a two-way choice, 0 for a
 difference or a log-odds); figure height grows with the number of rows so that 167 identity

@@ -21,7 +21,7 @@ NOT_DRAWN = "figures not drawn in this report (`vignette report --figures all` d
 class Figure:
     name: str  # file stem, [a-z0-9_-]
     caption: str
-    png: bytes  # the image: PNG bytes, or an SVG document (vignette_bench/eval/analysis/svg.py) when it starts with "<svg"
+    png: bytes  # the image: PNG bytes, or an SVG document (vignette_bench/eval/pages/svg.py) when it starts with "<svg"
 
     @property
     def suffix(self) -> str:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from vignette_bench.eval.analysis.cells import choice_cells, one_look
+from vignette_bench.eval.compare.cells import choice_cells, one_look
 from vignette_bench.stats.counts import SIDE_LEFT, SIDE_RIGHT
 from vignette_bench.stats.inference import bh_qvalues
 from vignette_bench.stats.multiplicity import noise_corrected_magnitude

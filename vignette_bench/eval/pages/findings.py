@@ -14,10 +14,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from vignette_bench.eval.analysis import paper, svg
 from vignette_bench.eval.analysis.numbers import FAMILY_DIRECTION, WRONG, Numbers, family_inputs, one_variant
-from vignette_bench.eval.analysis.page import Figure, Section, fig_name, plural
 from vignette_bench.eval.analysis.verdicts import BIAS_VERDICTS, CONFOUNDED
+from vignette_bench.eval.pages import paper, svg
+from vignette_bench.eval.pages.page import Figure, Section, fig_name, plural
 from vignette_bench.stats.position import POSITION_ADJUSTED
 
 Q = 0.05
@@ -170,7 +170,7 @@ def caveats(
     (what its source format could not say: `run_imported`)."""
     out = []
     if simulated:
-        out.append("simulated responses (vignette_bench/eval/report/simulate.py), not a model's answers")
+        out.append("simulated responses (vignette_bench/eval/simulate.py), not a model's answers")
     if placeholder:
         out.append("answers to placeholder images: the numbers show the pipeline, not a model's bias")
     out += [f"imported answers: {note}" for note in dict.fromkeys(imported)]

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from vignette_bench.eval.analysis.compare import TESTED_FLAGS, Comparison
-from vignette_bench.eval.analysis.figures import LABEL_PT, pyplot, to_png
-from vignette_bench.eval.analysis.page import NOT_DRAWN, Figure, Section, fig_name, plural
+from vignette_bench.eval.compare.comparison import TESTED_FLAGS, Comparison
+from vignette_bench.eval.pages.figures import LABEL_PT, pyplot, to_png
+from vignette_bench.eval.pages.page import NOT_DRAWN, Figure, Section, fig_name, plural
 from vignette_bench.stats.verdicts import BALANCED, SIDES_TEXT
 
 # the basis of a delta in a plot label: nothing when side-balanced (the default), else which side or pooled

@@ -15,8 +15,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from vignette_bench.eval.analysis.intervals import SIGNIFICANT, UNADJUSTED_NOTE, disagrees  # noqa: F401 (SIGNIFICANT re-exported)
-from vignette_bench.eval.analysis.verdicts import CONFOUNDED, NOT_ROBUST
+from vignette_bench.eval.analysis.verdicts import CONFOUNDED, NOT_ROBUST, UNADJUSTED_NOTE, disagrees
 
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 VERDICT_STYLE = {  # colour, marker: the shape tells verdicts apart without colour
