@@ -379,7 +379,7 @@ class RunRecord(Format):
         "`vignette import` (vignette_bench/eval/importing/core.py); RunFolder writes it"
     )
     READER: ClassVar[str] = (
-        "RunFolder.read_record (vignette_bench/eval/runtime/folder.py); vignette_bench/eval/runs.py load_run"
+        "RunFolder.record.read (vignette_bench/eval/runtime/folder.py); vignette_bench/eval/runs.py load_run"
     )
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="this layout's version")
