@@ -118,19 +118,34 @@ def detectable_by_family(n: Numbers) -> tuple[list[str], list[str], list[str], i
     return found, hopeless, constant, untested
 
 
+def beyond_possible(verdict: pd.DataFrame) -> pd.Series:
+    """Identities whose needed effect (`stats.verdict_power`) exceeds what their deciding family's effect can
+    reach (`effect_bounds`): no possible effect would give them a verdict at this size."""
+    need = pd.to_numeric(verdict["needed_effect"], errors="coerce")
+    top = np.array([effect_bounds(str(f))[1] for f in verdict["family"].fillna("")], dtype=float)
+    return pd.Series(need.to_numpy(float) > top, index=verdict.index)
+
+
 def verdict_needs(verdict: pd.DataFrame | None) -> str:
     """What a verdict needs (`stats.verdict_power`): the true effect found with 80% probability through Simes,
-    BH and the minimum effect, median and range over the tested identities ("" when none)."""
+    BH and the minimum effect, median and range over the tested identities for which some possible effect
+    suffices, and how many need more than any effect can be ("" when none is tested)."""
     if verdict is None or "needed_effect" not in verdict:
         return ""
-    need = pd.to_numeric(verdict["needed_effect"], errors="coerce").dropna()
+    beyond = beyond_possible(verdict)
+    need = pd.to_numeric(verdict["needed_effect"], errors="coerce")[~beyond].dropna()
+    none_possible = (
+        f"{plural(int(beyond.sum()), 'identity')} no possible effect would reach a verdict at this size"
+        if beyond.any()
+        else ""
+    )
     if need.empty:
-        return ""
+        return f"for {none_possible}" if none_possible else ""
     spread = f", {need.min():.1f}–{need.max():.1f} pp by identity" if need.max() - need.min() >= 0.1 else ""
     return (
         f"effects smaller than about {need.median():.1f} pp for a verdict (the true effect a verdict finds with "
         f"80% probability on this design, through Simes, BH and the minimum effect: median{spread}; per identity "
-        "in the verdict table)"
+        "in the verdict table)" + (f"; for {none_possible}" if none_possible else "")
     )
 
 

@@ -41,15 +41,20 @@ def table(sel: pd.DataFrame) -> pd.DataFrame:
     rows = sel[pd.to_numeric(sel.get("left_share"), errors="coerce").notna()] if "left_share" in sel else sel[:0]
     out = rows.reindex(columns=list(COLUMNS))
     # a position-confounded identity has no report rate or test: its `value` is the pooled rate, kept only to read
-    untested = (rows["flag"] == "position_confounded").to_numpy() if "flag" in rows else np.zeros(len(rows), bool)
-    out.loc[untested, ["value", "p"]] = np.nan
+    flag = rows["flag"].fillna("").astype(str) if "flag" in rows else pd.Series("", rows.index)
+    position = rows["position"].fillna("").astype(str) if "position" in rows else pd.Series("", rows.index)
+    confounded = ((flag == "position_confounded") | (position == "position-confounded")).to_numpy()
+    out.loc[confounded, "value"] = np.nan
+    out.loc[(flag != "").to_numpy(), "p"] = np.nan  # not tested: no p (the p = 1 inside keeps it out of BH)
     return out.rename(columns=COLUMNS).reset_index(drop=True)
 
 
 def _balanced_words(row: pd.Series) -> str:
-    if str(row.get("flag", "")) == "position_confounded":
+    if str(row.get("flag", "")) == "position_confounded" or str(row.get("position", "")) == "position-confounded":
         reason = str(row.get("reason", "") or "").split(" (")[0].split(":")[0]
-        return "no estimate, position-confounded" + (f" ({reason})" if reason else "")
+        return "no estimate, position-confounded" + (f" ({reason})" if reason and reason != "nan" else "")
+    if str(row.get("flag", "") or "") not in ("", "nan"):
+        return f"{row['value']:.1f}%, not tested ({str(row['flag']).replace('_', ' ')})"
     return f"{row['value']:.1f}%"
 
 
@@ -65,7 +70,7 @@ def confounded_sentence(sel: pd.DataFrame) -> str:
     r = hit.sort_values("p_paper", kind="stable").iloc[0]
     share = float(r["left_share"])
     side = f"shown on the left in {share:.0f}%" if share >= 50 else f"shown on the right in {100 - share:.0f}%"
-    more = f" ({len(hit) - 1} more such rates in the paper's table)" if len(hit) > 1 else ""
+    more = f" ({len(hit) - 1} more such rate{'s' if len(hit) > 2 else ''} in the paper's table)" if len(hit) > 1 else ""
     stratified = "partner" in str(r.get("position", "")) or pd.notna(r.get("stratum", np.nan))
     balanced = "side- and partner-balanced" if stratified else "side-balanced"
     return (

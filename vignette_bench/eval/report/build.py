@@ -576,7 +576,9 @@ def verdict_section(n: Numbers, verdict: pd.DataFrame, min_effect: float) -> Sec
             "answer mode": verdict["answer_mode"],
             "clusters": verdict["n_clusters"],
             "detectable effect (pp)": verdict["detectable_effect"],
-            "a verdict needs (pp)": verdict["needed_effect"],
+            "a verdict needs (pp)": verdict["needed_effect"]
+            .astype(object)
+            .mask(FD.beyond_possible(verdict), "none possible"),
             "refusals robust": [_robust_text(v) for v in verdict["robust"]],
             "visual representativeness": visual,
             "note": [

@@ -65,7 +65,10 @@ def write_tables(out: Path, tables: list[tuple[str, Numbers, pd.DataFrame]]) -> 
 
 
 def _untested_blank(sel: pd.DataFrame) -> pd.DataFrame:
-    """A position-confounded identity has no rate or test of the report's: blank them rather than carry the
-    pooled rate the page keeps there to read and the p = 1 that keeps it out of the corrections."""
-    untested = sel["flag"] == "position_confounded"
-    return sel.assign(**{c: sel[c].mask(untested) for c in ("value", "p", "q")})
+    """A position-confounded identity has no rate of the report's, and an untested one (any flag) no test: blank
+    them rather than carry the pooled rate the page keeps there to read and the p = 1 that keeps it out of the
+    corrections."""
+    flag = sel["flag"].fillna("").astype(str)
+    confounded = (flag == "position_confounded") | (sel["position"].fillna("").astype(str) == "position-confounded")
+    untested = flag != ""
+    return sel.assign(value=sel["value"].mask(confounded), p=sel["p"].mask(untested), q=sel["q"].mask(untested))
