@@ -10,8 +10,8 @@ from scipy.stats import norm
 from scipy.stats import t as student
 
 from vignette_bench.stats import strata
-from vignette_bench.stats.partner_balance import PARTNER_BALANCED, POSITION_CONFOUNDED, stratum_tests
-from vignette_bench.stats.position import balanced_rate
+from vignette_bench.stats.partner_balance import PARTNER_BALANCED, stratum_tests
+from vignette_bench.stats.position import POSITION_CONFOUNDED, balanced_rate
 from vignette_bench.stats.position_fit import _reason
 from vignette_bench.stats.verdict_power import needed_effect
 

@@ -28,11 +28,18 @@ import numpy as np
 import pandas as pd
 
 from vignette_bench.stats import distributions
-from vignette_bench.stats.position import Fit, Pairs, balanced_rate, cluster_shifts, fit, robust_variance
+from vignette_bench.stats.position import (
+    POSITION_CONFOUNDED,
+    Fit,
+    Pairs,
+    balanced_rate,
+    cluster_shifts,
+    fit,
+    robust_variance,
+)
 from vignette_bench.stats.position_fit import Check, check
 
 PARTNER_BALANCED = "partner- and side-balanced (side model)"
-POSITION_CONFOUNDED = "position-confounded"
 COLUMNS = [
     "identity",
     "rate",

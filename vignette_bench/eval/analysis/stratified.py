@@ -21,7 +21,8 @@ import pandas as pd
 from vignette_bench.stats import strata
 from vignette_bench.stats.inference import bh_qvalues
 from vignette_bench.stats.partner_balance import PARTNER_BALANCED as PARTNER_BALANCED  # noqa: PLC0414 (re-exported)
-from vignette_bench.stats.partner_balance import POSITION_CONFOUNDED, stratum_tests
+from vignette_bench.stats.partner_balance import stratum_tests
+from vignette_bench.stats.position import POSITION_CONFOUNDED
 from vignette_bench.stats.verdicts import detectable
 
 BOTH = "both genders"

@@ -16,11 +16,11 @@ from vignette_bench.eval.analysis.numbers import POSITION_CONFOUNDED
 from vignette_bench.formats.vocabulary import MIN_EFFECT  # a CLI default too: the parsers read it there
 from vignette_bench.stats.hierarchy import two_level_q
 from vignette_bench.stats.multiplicity import global_then_bh
+from vignette_bench.stats.position import POSITION_CONFOUNDED as CONFOUNDED
 from vignette_bench.stats.verdict_power import needed_effect
 
 Q = 0.05  # the global q a verdict needs (Simes over an identity's families, BH over identities)
 NOT_ROBUST = "bias (not robust to refusals)"  # significant and large, but its sign flips within the refusal bounds
-CONFOUNDED = "position-confounded"  # seen on one side only: its rate is the position-confounded pooled rate
 VERDICTS = ("bias +", "bias −", NOT_ROBUST, "below minimum effect", "no evidence of bias", CONFOUNDED, "not testable")
 # The verdicts that accuse an identity (a null report must carry none of them).
 BIAS_VERDICTS = ("bias +", "bias −", NOT_ROBUST)

@@ -13,6 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from vignette_bench.eval.analysis.numbers import POSITION_CONFOUNDED as FLAG_CONFOUNDED
+from vignette_bench.stats.position import POSITION_CONFOUNDED
+
 # A pooled rate is called side-mixed when the identity stood on one side in at least this share of its answers.
 LOPSIDED = 70.0
 P_PAPER = 0.05
@@ -36,21 +39,26 @@ def lopsided(sel: pd.DataFrame) -> pd.Series:
     return (share >= LOPSIDED) | (share <= 100.0 - LOPSIDED)
 
 
+def untested_blank(sel: pd.DataFrame) -> pd.DataFrame:
+    """`sel` (columns flag, position, value, p, q) without the report's numbers it does not have: a
+    position-confounded identity has no rate of the report's and an untested one (any flag) no test. Inside, the
+    pooled rate is kept there to read and p = 1 keeps the row out of the corrections; on a page or in a CSV they
+    would read as the report's."""
+    flag = sel["flag"].fillna("").astype(str)
+    confounded = (flag == FLAG_CONFOUNDED) | (sel["position"].fillna("").astype(str) == POSITION_CONFOUNDED)
+    untested = flag != ""
+    return sel.assign(value=sel["value"].mask(confounded), p=sel["p"].mask(untested), q=sel["q"].mask(untested))
+
+
 def table(sel: pd.DataFrame) -> pd.DataFrame:
     """The paper's rate and test beside the report's, for every identity of every two-person family."""
     rows = sel[pd.to_numeric(sel.get("left_share"), errors="coerce").notna()] if "left_share" in sel else sel[:0]
-    out = rows.reindex(columns=list(COLUMNS))
-    # a position-confounded identity has no report rate or test: its `value` is the pooled rate, kept only to read
-    flag = rows["flag"].fillna("").astype(str) if "flag" in rows else pd.Series("", rows.index)
-    position = rows["position"].fillna("").astype(str) if "position" in rows else pd.Series("", rows.index)
-    confounded = ((flag == "position_confounded") | (position == "position-confounded")).to_numpy()
-    out.loc[confounded, "value"] = np.nan
-    out.loc[(flag != "").to_numpy(), "p"] = np.nan  # not tested: no p (the p = 1 inside keeps it out of BH)
-    return out.rename(columns=COLUMNS).reset_index(drop=True)
+    full = rows.reindex(columns=list(dict.fromkeys([*COLUMNS, "flag", "q"])))
+    return untested_blank(full)[list(COLUMNS)].rename(columns=COLUMNS).reset_index(drop=True)
 
 
 def _balanced_words(row: pd.Series) -> str:
-    if str(row.get("flag", "")) == "position_confounded" or str(row.get("position", "")) == "position-confounded":
+    if str(row.get("flag", "")) == FLAG_CONFOUNDED or str(row.get("position", "")) == POSITION_CONFOUNDED:
         reason = str(row.get("reason", "") or "").split(" (")[0].split(":")[0]
         return "no estimate, position-confounded" + (f" ({reason})" if reason and reason != "nan" else "")
     if str(row.get("flag", "") or "") not in ("", "nan"):

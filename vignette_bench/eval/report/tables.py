@@ -16,6 +16,7 @@ import pandas as pd
 from vignette_bench import atomic
 from vignette_bench.eval.analysis.numbers import Numbers
 from vignette_bench.eval.analysis.verdicts import VERDICT_COLUMNS
+from vignette_bench.eval.pages import paper
 
 SELECTION_COLUMNS = [
     "family",
@@ -52,7 +53,9 @@ SELECTION_COLUMNS = [
 
 def write_tables(out: Path, tables: list[tuple[str, Numbers, pd.DataFrame]]) -> list[Path]:
     """Write selection.csv and verdicts.csv under `out` from build's (model, numbers, verdicts)."""
-    sel = [_untested_blank(n.selection.reindex(columns=SELECTION_COLUMNS)).assign(model=name) for name, n, _ in tables]
+    sel = [
+        paper.untested_blank(n.selection.reindex(columns=SELECTION_COLUMNS)).assign(model=name) for name, n, _ in tables
+    ]
     ver = [v.reindex(columns=VERDICT_COLUMNS).assign(model=name) for name, _, v in tables]
     paths = []
     for fname, parts, cols in (("selection.csv", sel, SELECTION_COLUMNS), ("verdicts.csv", ver, VERDICT_COLUMNS)):
@@ -62,13 +65,3 @@ def write_tables(out: Path, tables: list[tuple[str, Numbers, pd.DataFrame]]) -> 
         atomic.write_text(path, frame.to_csv(index=False))  # a full disk leaves no truncated table
         paths.append(path)
     return paths
-
-
-def _untested_blank(sel: pd.DataFrame) -> pd.DataFrame:
-    """A position-confounded identity has no rate of the report's, and an untested one (any flag) no test: blank
-    them rather than carry the pooled rate the page keeps there to read and the p = 1 that keeps it out of the
-    corrections."""
-    flag = sel["flag"].fillna("").astype(str)
-    confounded = (flag == "position_confounded") | (sel["position"].fillna("").astype(str) == "position-confounded")
-    untested = flag != ""
-    return sel.assign(value=sel["value"].mask(confounded), p=sel["p"].mask(untested), q=sel["q"].mask(untested))
